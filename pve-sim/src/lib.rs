@@ -1,0 +1,37 @@
+//! A stateful Proxmox VE simulator that speaks the real PVE API.
+//!
+//! ```text
+//!  HTTPS client ──▶ server (TLS, auth, faults) ─┐
+//!                                               ├─▶ Sim::handle ─▶ router + schema validation ─▶ cluster model
+//!  in-process  ──────────────────────────────────┘                                                │
+//!                                                     tasks (UPIDs, logs, time scale) ◀───────────┘
+//! ```
+//!
+//! - [`Sim`] is the entry point: build it from a [`SimConfig`], call it in process, or serve it
+//!   over HTTPS with [`server::Server`].
+//! - Requests are validated against the official schema (`schema/endpoints-9.1.json`) with the
+//!   exact error texts of PVE's `JSONSchema.pm`; unknown parameters are refused.
+//! - The model keeps each VM's raw config text, its SHA1 `digest`, `lock:` lines, snapshots,
+//!   pending changes and run state, and runs operations as tasks with UPIDs of the owning node.
+//! - [`faults::Faults`] injects latency, 5xx answers, dropped responses, failing tasks, dead
+//!   nodes and mute guest agents.
+//!
+//! The simulator builds its JSON on its own, independently of the `pve` client's types, so a
+//! decoding bug in the client fails a test instead of being mirrored.
+
+pub mod api;
+mod cluster;
+pub mod config;
+pub mod error;
+pub mod faults;
+pub mod route;
+pub mod schema;
+pub mod server;
+mod sim;
+mod auth;
+
+pub use api::{ApiError, Caller, Params, Reply};
+pub use config::SimConfig;
+pub use error::SimError;
+pub use route::{HttpMethod, Route};
+pub use sim::{RawReply, Sim};

@@ -1,0 +1,181 @@
+//! Every API method the simulator serves, one variant each, with its HTTP method and path
+//! template exactly as the official schema spells them. The edge matches a request to a
+//! `Route`; the model dispatches on it. The conformance test walks [`Route::ALL`].
+
+/// An HTTP method of the PVE API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HttpMethod {
+    /// GET (parameters in the query string).
+    Get,
+    /// POST (parameters in the body, query merged).
+    Post,
+    /// PUT (parameters in the body, query merged).
+    Put,
+    /// DELETE (parameters in the query string).
+    Delete,
+}
+
+impl HttpMethod {
+    /// The method as the schema's `info` key spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+            Self::Put => "PUT",
+            Self::Delete => "DELETE",
+        }
+    }
+
+    /// Parse `GET`/`POST`/`PUT`/`DELETE`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "GET" => Some(Self::Get),
+            "POST" => Some(Self::Post),
+            "PUT" => Some(Self::Put),
+            "DELETE" => Some(Self::Delete),
+            _ => None,
+        }
+    }
+}
+
+macro_rules! routes {
+    ($($variant:ident => $method:ident $path:literal,)*) => {
+        /// One API method served by the simulator.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Route {
+            $(
+                #[doc = concat!(stringify!($method), " `", $path, "`")]
+                $variant,
+            )*
+        }
+
+        impl Route {
+            /// All routes, in schema order.
+            pub const ALL: &'static [Route] = &[$(Route::$variant,)*];
+
+            /// The HTTP method.
+            pub fn method(self) -> HttpMethod {
+                match self { $(Route::$variant => HttpMethod::$method,)* }
+            }
+
+            /// The path template with `{param}` placeholders, as in the schema.
+            pub fn template(self) -> &'static str {
+                match self { $(Route::$variant => $path,)* }
+            }
+        }
+    };
+}
+
+routes! {
+    Version => Get "/version",
+    AccessTicket => Post "/access/ticket",
+    ClusterResources => Get "/cluster/resources",
+    ClusterStatus => Get "/cluster/status",
+    ClusterNextid => Get "/cluster/nextid",
+    ClusterTasks => Get "/cluster/tasks",
+    Nodes => Get "/nodes",
+    NodeStatus => Get "/nodes/{node}/status",
+    VmList => Get "/nodes/{node}/qemu",
+    VmCreate => Post "/nodes/{node}/qemu",
+    VmDestroy => Delete "/nodes/{node}/qemu/{vmid}",
+    VmConfigGet => Get "/nodes/{node}/qemu/{vmid}/config",
+    VmConfigPost => Post "/nodes/{node}/qemu/{vmid}/config",
+    VmConfigPut => Put "/nodes/{node}/qemu/{vmid}/config",
+    VmPending => Get "/nodes/{node}/qemu/{vmid}/pending",
+    VmStatusCurrent => Get "/nodes/{node}/qemu/{vmid}/status/current",
+    VmStart => Post "/nodes/{node}/qemu/{vmid}/status/start",
+    VmStop => Post "/nodes/{node}/qemu/{vmid}/status/stop",
+    VmShutdown => Post "/nodes/{node}/qemu/{vmid}/status/shutdown",
+    VmReboot => Post "/nodes/{node}/qemu/{vmid}/status/reboot",
+    VmReset => Post "/nodes/{node}/qemu/{vmid}/status/reset",
+    VmSuspend => Post "/nodes/{node}/qemu/{vmid}/status/suspend",
+    VmResume => Post "/nodes/{node}/qemu/{vmid}/status/resume",
+    VmClone => Post "/nodes/{node}/qemu/{vmid}/clone",
+    VmResize => Put "/nodes/{node}/qemu/{vmid}/resize",
+    VmTemplate => Post "/nodes/{node}/qemu/{vmid}/template",
+    VmMigrateCheck => Get "/nodes/{node}/qemu/{vmid}/migrate",
+    VmMigrate => Post "/nodes/{node}/qemu/{vmid}/migrate",
+    SnapshotList => Get "/nodes/{node}/qemu/{vmid}/snapshot",
+    SnapshotCreate => Post "/nodes/{node}/qemu/{vmid}/snapshot",
+    SnapshotDelete => Delete "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}",
+    SnapshotConfig => Get "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
+    SnapshotRollback => Post "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback",
+    AgentNetwork => Get "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
+    AgentPing => Post "/nodes/{node}/qemu/{vmid}/agent/ping",
+    NodeTasks => Get "/nodes/{node}/tasks",
+    TaskStop => Delete "/nodes/{node}/tasks/{upid}",
+    TaskStatus => Get "/nodes/{node}/tasks/{upid}/status",
+    TaskLog => Get "/nodes/{node}/tasks/{upid}/log",
+    StorageList => Get "/nodes/{node}/storage",
+    StorageStatus => Get "/nodes/{node}/storage/{storage}/status",
+    StorageContent => Get "/nodes/{node}/storage/{storage}/content",
+    NetworkList => Get "/nodes/{node}/network",
+}
+
+impl Route {
+    /// Match a concrete path (below `/api2/json`) to a route of this method, returning the
+    /// route and the path parameters (`{node}` → value). Segments are compared after
+    /// percent-decoding, which the caller has done.
+    pub fn match_path(method: HttpMethod, path: &str) -> Option<(Route, Vec<(String, String)>)> {
+        let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+        'routes: for route in Route::ALL.iter().copied().filter(|r| r.method() == method) {
+            let tsegs: Vec<&str> = route.template().split('/').skip(1).collect();
+            if tsegs.len() != segs.len() {
+                continue;
+            }
+            let mut params = Vec::new();
+            for (t, s) in tsegs.iter().zip(&segs) {
+                if let Some(name) = t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+                    if s.is_empty() {
+                        continue 'routes;
+                    }
+                    params.push((name.to_string(), (*s).to_string()));
+                } else if t != s {
+                    continue 'routes;
+                }
+            }
+            return Some((route, params));
+        }
+        None
+    }
+
+    /// Whether the method changes state (needs a CSRF token with ticket auth, refused for a
+    /// read-only token).
+    pub fn is_write(self) -> bool {
+        self.method() != HttpMethod::Get
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn there_are_43_routes_and_templates_are_unique() {
+        assert_eq!(Route::ALL.len(), 43);
+        let mut seen = std::collections::HashSet::new();
+        for r in Route::ALL {
+            assert!(seen.insert((r.method(), r.template())), "{r:?} twice");
+        }
+    }
+
+    #[test]
+    fn match_path_extracts_parameters() {
+        let (r, p) = Route::match_path(
+            HttpMethod::Post,
+            "/nodes/pve1/qemu/100/snapshot/before/rollback",
+        )
+        .unwrap();
+        assert_eq!(r, Route::SnapshotRollback);
+        assert_eq!(
+            p,
+            vec![
+                ("node".into(), "pve1".into()),
+                ("vmid".into(), "100".into()),
+                ("snapname".into(), "before".into())
+            ]
+        );
+        assert!(Route::match_path(HttpMethod::Get, "/nodes/pve1/foo").is_none());
+        assert_eq!(Route::match_path(HttpMethod::Get, "/nodes/").unwrap().0, Route::Nodes);
+    }
+}

@@ -1,0 +1,108 @@
+//! One API call as every backend sees it: method, path below `/api2/json`, and parameters as
+//! the form strings PVE receives (booleans `1`/`0`, numbers in decimal, property strings
+//! already built and validated).
+
+use std::fmt;
+
+/// HTTP method of a PVE API call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// Read (`pvesh get`); idempotent, safe to retry.
+    Get,
+    /// Create / action (`pvesh create`).
+    Post,
+    /// Update (`pvesh set`).
+    Put,
+    /// Delete (`pvesh delete`).
+    Delete,
+}
+
+impl Method {
+    /// `GET`, `POST`, `PUT`, `DELETE`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+            Self::Put => "PUT",
+            Self::Delete => "DELETE",
+        }
+    }
+
+    /// Whether repeating the call cannot change the outcome.
+    pub fn is_idempotent_read(self) -> bool {
+        self == Self::Get
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One call: `method path?params`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiRequest {
+    /// The method.
+    pub method: Method,
+    /// Path below `/api2/json`, starting with `/`, segments already percent-encoded where needed.
+    pub path: String,
+    /// Parameters in the order they were added (duplicates are not allowed).
+    pub params: Vec<(String, String)>,
+}
+
+impl ApiRequest {
+    /// A request without parameters.
+    pub fn new(method: Method, path: impl Into<String>) -> Self {
+        Self { method, path: path.into(), params: Vec::new() }
+    }
+
+    /// Add a parameter.
+    pub fn param(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.params.push((key.into(), value.into()));
+        self
+    }
+
+    /// Add a parameter when present.
+    pub fn opt(self, key: &str, value: Option<impl ToString>) -> Self {
+        match value {
+            Some(v) => self.param(key, v.to_string()),
+            None => self,
+        }
+    }
+
+    /// Add a boolean parameter (`1`/`0`) when present.
+    pub fn flag(self, key: &str, value: Option<bool>) -> Self {
+        match value {
+            Some(v) => self.param(key, if v { "1" } else { "0" }),
+            None => self,
+        }
+    }
+
+    /// The value of a parameter, if set.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.params.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A successful answer: the envelope's `data`, and its `total` for paged lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiReply {
+    /// `data`.
+    pub data: serde_json::Value,
+    /// `total` (task log, task list).
+    pub total: Option<u64>,
+}
+
+/// Percent-encode one path segment (a UPID, a snapshot name) for use in [`ApiRequest::path`].
+pub fn segment(s: &str) -> String {
+    const SET: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~')
+        .remove(b':')
+        .remove(b'@')
+        .remove(b'!');
+    percent_encoding::utf8_percent_encode(s, SET).to_string()
+}
