@@ -26,6 +26,12 @@ pub trait Backend: Send + Sync + fmt::Debug {
         false
     }
 
+    /// The API user calls run as, as it appears in UPIDs (`root@pam`, `user@pve!token`), when
+    /// known. Used to recognize our own tasks after a lost answer.
+    fn api_user(&self) -> Option<String> {
+        None
+    }
+
     /// Whether worker tasks have already finished when the call returns (`pvesh` runs them in
     /// the foreground).
     fn tasks_run_in_foreground(&self) -> bool {

@@ -40,8 +40,9 @@ impl fmt::Display for Method {
     }
 }
 
-/// One call: `method path?params`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One call: `method path?params`. Its `Debug` output hides secret values (`password`,
+/// `cipassword`, ...), so a logged request never leaks them.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ApiRequest {
     /// The method.
     pub method: Method,
@@ -85,6 +86,26 @@ impl ApiRequest {
     }
 }
 
+/// Whether a parameter carries a secret that must never be logged or put in argv.
+pub fn is_secret_param(key: &str) -> bool {
+    key.to_ascii_lowercase().contains("password")
+}
+
+impl fmt::Debug for ApiRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let params: Vec<(&str, &str)> = self
+            .params
+            .iter()
+            .map(|(k, v)| (k.as_str(), if is_secret_param(k) { "<redacted>" } else { v.as_str() }))
+            .collect();
+        f.debug_struct("ApiRequest")
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("params", &params)
+            .finish()
+    }
+}
+
 /// A successful answer: the envelope's `data`, and its `total` for paged lists.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiReply {
@@ -105,4 +126,26 @@ pub fn segment(s: &str) -> String {
         .remove(b'@')
         .remove(b'!');
     percent_encoding::utf8_percent_encode(s, SET).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_hides_secrets() {
+        let req = ApiRequest::new(Method::Post, "/access/ticket")
+            .param("username", "root@pam")
+            .param("password", "hunter2")
+            .param("cipassword", "s3cret");
+        let shown = format!("{req:?}");
+        assert!(shown.contains("root@pam"), "{shown}");
+        assert!(!shown.contains("hunter2") && !shown.contains("s3cret"), "{shown}");
+    }
+
+    #[test]
+    fn segment_keeps_upid_characters() {
+        assert_eq!(segment("UPID:pve1:0000:x:root@pam!fleet:"), "UPID:pve1:0000:x:root@pam!fleet:");
+        assert_eq!(segment("a b/c"), "a%20b%2Fc");
+    }
 }

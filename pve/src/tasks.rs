@@ -96,10 +96,8 @@ pub fn classify_exitstatus(exitstatus: &str) -> Result<u32, &str> {
     if exitstatus == "OK" {
         return Ok(0);
     }
-    if let Some(n) = exitstatus.strip_prefix("WARNINGS: ") {
-        if let Ok(n) = n.parse::<u32>() {
-            return Ok(n);
-        }
+    if let Some(Ok(n)) = exitstatus.strip_prefix("WARNINGS: ").map(str::parse::<u32>) {
+        return Ok(n);
     }
     Err(exitstatus)
 }
@@ -114,29 +112,34 @@ impl Client {
         self.fetch(&ApiRequest::new(Method::Get, task_path(upid, "/status"))).await
     }
 
-    /// Lines `start..start+limit` of a task log (`limit` 0 = all) and the total line count.
+    /// Lines `start..start+limit` of a task log (`limit` 0 = all) and the total line count
+    /// when the backend reports one (`pvesh` prints only the data, without `total`).
     pub async fn task_log(
         &self,
         upid: &Upid,
         start: u64,
         limit: u64,
-    ) -> Result<(Vec<TaskLogLine>, u64), PveError> {
+    ) -> Result<(Vec<TaskLogLine>, Option<u64>), PveError> {
         let req = ApiRequest::new(Method::Get, task_path(upid, "/log"))
             .param("start", start.to_string())
             .param("limit", limit.to_string());
         let reply = self.execute(&req).await?;
         let total = reply.total;
         let lines: Vec<TaskLogLine> = crate::client::decode(&req, reply.data)?;
-        let total = total.unwrap_or(lines.len() as u64);
         Ok((lines, total))
     }
 
     /// The last `n` lines of a task log.
     pub async fn task_log_tail(&self, upid: &Upid, n: u64) -> Result<Vec<String>, PveError> {
-        let (_, total) = self.task_log(upid, 0, 1).await?;
-        let start = total.saturating_sub(n);
-        let (lines, _) = self.task_log(upid, start, n).await?;
-        Ok(lines.into_iter().map(|l| l.t).collect())
+        let (first, total) = self.task_log(upid, 0, 1).await?;
+        let lines = match total {
+            Some(total) => self.task_log(upid, total.saturating_sub(n), n).await?.0,
+            // No line count: read it all and keep the end.
+            None if first.is_empty() => first,
+            None => self.task_log(upid, 0, 0).await?.0,
+        };
+        let skip = lines.len().saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));
+        Ok(lines.into_iter().skip(skip).map(|l| l.t).collect())
     }
 
     /// Stop (kill) a running task.

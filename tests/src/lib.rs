@@ -1,1 +1,14 @@
-//! stub
+//! Support for pvefleet's end-to-end tests: the architecture rules as data, locating the
+//! shared references and built binaries, and an in-process adapter that lets the real `pve`
+//! client drive the simulator without HTTP.
+//!
+//! ```text
+//!  pve::Client ──▶ SimBackend (this crate) ──▶ pve_sim::Sim::handle_raw ──▶ model
+//!  pve::Client ──▶ HttpsBackend ──TLS──▶ pve-sim serve (process) ──▶ model
+//!  proxmoxer (Python) ──TLS──────────▶ pve-sim serve (process)
+//! ```
+
+pub mod architecture;
+pub mod sim_backend;
+pub mod shared_refs;
+pub mod sim_process;

@@ -1,0 +1,180 @@
+//! The dependency direction of ARCHITECTURE.md §1, as data, and the check that a workspace's
+//! crate graph follows it. An arrow means "may depend on"; nothing points back. A workspace
+//! member missing from the table is itself a violation, so a new crate must be placed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Allowed direct dependencies between workspace members, by member directory.
+/// `tests` (the end-to-end test crate) may use everything.
+pub const ALLOWED: &[(&str, &[&str])] = &[
+    ("protocol", &[]),
+    ("transport", &["protocol"]),
+    ("raft", &["transport"]),
+    ("bootstrap", &["transport", "protocol"]),
+    ("node-agent", &["bootstrap", "transport", "protocol", "pve", "pve-sim"]),
+    ("coordinator", &["raft", "bootstrap", "transport", "protocol"]),
+    ("pve", &[]),
+    ("pve-sim", &[]),
+    ("tests", &["protocol", "transport", "raft", "bootstrap", "node-agent", "coordinator", "pve", "pve-sim"]),
+];
+
+/// Dev-only exceptions: the simulator's tests drive it with the real client.
+pub const ALLOWED_DEV: &[(&str, &str)] = &[("pve-sim", "pve")];
+
+/// Members that must never reach another member, even transitively.
+pub const NEVER_TRANSITIVE: &[(&str, &str)] = &[
+    ("coordinator", "pve"),
+    ("coordinator", "pve-sim"),
+    ("node-agent", "raft"),
+    ("pve", "pve-sim"),
+];
+
+/// One dependency edge between workspace members.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Edge {
+    /// Depending member (directory name).
+    pub from: String,
+    /// Dependency (directory name).
+    pub to: String,
+    /// Only a dev-dependency.
+    pub dev_only: bool,
+}
+
+/// Every rule the edges break, as readable sentences.
+pub fn violations(members: &BTreeSet<String>, edges: &[Edge]) -> Vec<String> {
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let mut out = Vec::new();
+    for m in members {
+        if !allowed.contains_key(m.as_str()) {
+            out.push(format!("member '{m}' is not placed in the dependency table (tests/src/architecture.rs)"));
+        }
+    }
+    for e in edges {
+        let ok = allowed.get(e.from.as_str()).is_some_and(|to| to.contains(&e.to.as_str()))
+            || (e.dev_only && ALLOWED_DEV.contains(&(e.from.as_str(), e.to.as_str())));
+        if !ok {
+            let kind = if e.dev_only { "dev-dependency" } else { "dependency" };
+            out.push(format!("forbidden {kind}: {} -> {}", e.from, e.to));
+        }
+    }
+    // Transitive closure over non-dev edges.
+    for (from, to) in NEVER_TRANSITIVE {
+        if reaches(edges, from, to) {
+            out.push(format!("{from} reaches {to} transitively"));
+        }
+    }
+    out
+}
+
+fn reaches(edges: &[Edge], from: &str, to: &str) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![from.to_string()];
+    while let Some(n) = stack.pop() {
+        for e in edges.iter().filter(|e| !e.dev_only && e.from == n) {
+            if e.to == to {
+                return true;
+            }
+            if seen.insert(e.to.clone()) {
+                stack.push(e.to.clone());
+            }
+        }
+    }
+    false
+}
+
+/// Workspace members (by directory) and the edges between them, from `cargo metadata`
+/// JSON (`--no-deps` is enough: each package lists its declared dependencies with `path`).
+pub fn from_metadata(meta: &serde_json::Value) -> (BTreeSet<String>, Vec<Edge>) {
+    let root = meta["workspace_root"].as_str().unwrap_or_default().to_string();
+    let dir_of = |manifest: &str| -> Option<String> {
+        let rel = manifest.strip_prefix(&root)?.trim_start_matches('/');
+        rel.split('/').next().map(str::to_string)
+    };
+    let mut members = BTreeSet::new();
+    let mut edges = Vec::new();
+    for pkg in meta["packages"].as_array().into_iter().flatten() {
+        let Some(from) = pkg["manifest_path"].as_str().and_then(dir_of) else { continue };
+        members.insert(from.clone());
+        let mut by_target: BTreeMap<String, bool> = BTreeMap::new();
+        for dep in pkg["dependencies"].as_array().into_iter().flatten() {
+            let Some(path) = dep["path"].as_str() else { continue };
+            let Some(to) = path.strip_prefix(&root).and_then(|r| {
+                r.trim_start_matches('/').split('/').next().map(str::to_string)
+            }) else {
+                continue;
+            };
+            let dev = dep["kind"].as_str() == Some("dev");
+            let entry = by_target.entry(to).or_insert(true);
+            *entry &= dev;
+        }
+        for (to, dev_only) in by_target {
+            edges.push(Edge { from: from.clone(), to, dev_only });
+        }
+    }
+    (members, edges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(from: &str, to: &str, dev_only: bool) -> Edge {
+        Edge { from: from.into(), to: to.into(), dev_only }
+    }
+
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_intended_graph_passes() {
+        let m = set(&["pve", "pve-sim", "tests", "node-agent", "coordinator", "raft", "transport", "protocol"]);
+        let edges = vec![
+            e("pve-sim", "pve", true),
+            e("node-agent", "pve", false),
+            e("coordinator", "raft", false),
+            e("raft", "transport", false),
+            e("transport", "protocol", false),
+            e("tests", "pve", false),
+        ];
+        assert_eq!(violations(&m, &edges), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_pointing_back_edge_fails() {
+        let m = set(&["pve", "pve-sim"]);
+        assert_eq!(violations(&m, &[e("pve", "pve-sim", false)]).len(), 2);
+        assert_eq!(violations(&m, &[e("pve-sim", "pve", false)]), vec!["forbidden dependency: pve-sim -> pve"]);
+    }
+
+    #[test]
+    fn coordinator_talking_to_pve_fails_even_through_another_crate() {
+        let m = set(&["coordinator", "bootstrap", "pve"]);
+        let v = violations(&m, &[e("coordinator", "bootstrap", false), e("bootstrap", "pve", false)]);
+        assert!(v.contains(&"forbidden dependency: bootstrap -> pve".to_string()), "{v:?}");
+        assert!(v.contains(&"coordinator reaches pve transitively".to_string()), "{v:?}");
+    }
+
+    #[test]
+    fn unplaced_member_fails() {
+        let v = violations(&set(&["gadget"]), &[]);
+        assert_eq!(v.len(), 1);
+    }
+
+    #[test]
+    fn metadata_edges_are_read_by_directory() {
+        let meta = serde_json::json!({
+            "workspace_root": "/w",
+            "packages": [
+                {"manifest_path": "/w/pve-sim/Cargo.toml", "dependencies": [
+                    {"name": "pve", "path": "/w/pve", "kind": "dev"},
+                    {"name": "serde", "kind": null}
+                ]},
+                {"manifest_path": "/w/pve/Cargo.toml", "dependencies": []}
+            ]
+        });
+        let (members, edges) = from_metadata(&meta);
+        assert_eq!(members, set(&["pve", "pve-sim"]));
+        assert_eq!(edges, vec![e("pve-sim", "pve", true)]);
+    }
+}

@@ -1,0 +1,165 @@
+//! Conformance against the official PVE API schemas (9.1 and 8.4): every route the simulator
+//! serves exists; every request the client can build uses only declared parameters with
+//! compatible types, formats and enums and sends every required one; every field the client
+//! reads is declared where the schema lists properties; and what the simulator answers has
+//! the declared types.
+
+use std::collections::BTreeSet;
+
+use pve::calls::{catalog, ResponseShape, PVE9_ONLY_PARAMS};
+use pve_sim::schema::{MethodSchema, Schema};
+use pve_sim::{HttpMethod, Route};
+use pvefleet_tests::shared_refs::read_shared;
+
+fn load(rel: &str) -> Schema {
+    Schema::from_json(&read_shared(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn http(m: pve::Method) -> HttpMethod {
+    match m {
+        pve::Method::Get => HttpMethod::Get,
+        pve::Method::Post => HttpMethod::Post,
+        pve::Method::Put => HttpMethod::Put,
+        pve::Method::Delete => HttpMethod::Delete,
+    }
+}
+
+/// Properties a `returns` schema lists for an object (or for the items of an array).
+fn listed_properties(returns: &serde_json::Value, array: bool) -> Option<BTreeSet<String>> {
+    let obj = if array { &returns["items"] } else { returns };
+    obj["properties"].as_object().map(|p| p.keys().cloned().collect())
+}
+
+fn returns_optional(returns: &serde_json::Value, array: bool, field: &str) -> bool {
+    let obj = if array { &returns["items"] } else { returns };
+    obj["properties"][field]["optional"].as_u64() == Some(1)
+}
+
+#[test]
+fn every_simulator_route_exists_in_both_schemas() {
+    for rel in ["pve-api/apidata.json", "pve-api/apidata-pve8.4.json"] {
+        let schema = load(rel);
+        for route in Route::ALL {
+            assert!(
+                schema.method(route.method(), route.template()).is_some(),
+                "{rel}: simulator serves {} {} which the schema does not declare",
+                route.method().as_str(),
+                route.template()
+            );
+        }
+    }
+}
+
+#[test]
+fn client_catalog_covers_every_method_the_fleet_uses() {
+    let subset: serde_json::Value =
+        serde_json::from_str(&read_shared("pve-api/endpoints-subset.json")).unwrap();
+    let mut wanted = BTreeSet::new();
+    for e in subset.as_array().unwrap() {
+        for m in e["info"].as_object().unwrap().keys() {
+            wanted.insert((m.clone(), e["path"].as_str().unwrap().to_string()));
+        }
+    }
+    let built: BTreeSet<(String, String)> = catalog()
+        .iter()
+        .map(|c| (c.request.method.as_str().to_string(), c.template.to_string()))
+        .collect();
+    let missing: Vec<_> = wanted.difference(&built).collect();
+    assert!(missing.is_empty(), "client has no typed call for: {missing:?}");
+}
+
+fn check_client_against(rel: &str, is_pve8: bool) {
+    let schema = load(rel);
+    let full91 = if is_pve8 { Some(load("pve-api/apidata.json")) } else { None };
+    let mut problems = Vec::new();
+    for entry in catalog() {
+        let req = &entry.request;
+        let what = format!("{} {}", req.method, req.path);
+        let Some((template, path_params)) = schema.match_path(http(req.method), &req.path) else {
+            problems.push(format!("{what}: path/method not in {rel}"));
+            continue;
+        };
+        if template != entry.template {
+            problems.push(format!("{what}: matches {template}, catalog says {}", entry.template));
+        }
+        let method: &MethodSchema = schema.method(http(req.method), &template).unwrap();
+        let mut params = path_params.clone();
+        for (k, v) in &req.params {
+            if is_pve8 && PVE9_ONLY_PARAMS.contains(&k.as_str()) {
+                // Gated by version in the client; it must really be 9.x-only.
+                assert!(
+                    method.parameters.get(k).is_none(),
+                    "{k} is listed as PVE 9 only but PVE 8.4 declares it for {what}"
+                );
+                continue;
+            }
+            params.push((k.clone(), v.clone()));
+        }
+        if let Err(errors) = schema.validate(http(req.method), &template, &params) {
+            problems.push(format!("{what}: {errors:?}"));
+        }
+        let (fields, array) = match &entry.response {
+            ResponseShape::Object(f) => (*f, false),
+            ResponseShape::ArrayOf(f) => (*f, true),
+            ResponseShape::Upid | ResponseShape::OptionalUpid => {
+                if method.returns["type"] != "string" {
+                    problems.push(format!("{what}: client expects a UPID, schema returns {}", method.returns));
+                }
+                continue;
+            }
+            ResponseShape::Null => {
+                if method.returns["type"] != "null" {
+                    problems.push(format!("{what}: client expects null, schema returns {}", method.returns));
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        let Some(listed) = listed_properties(&method.returns, array) else { continue };
+        for field in fields {
+            if listed.contains(*field) {
+                continue;
+            }
+            if pve::types::UNDECLARED_FIELDS_READ.contains(&(entry.template, *field)) {
+                continue;
+            }
+            if let Some(s91) = &full91 {
+                // Declared only from 9.x on: allowed when 9.1 makes it optional, so the
+                // client cannot depend on it.
+                let m91 = s91.method(http(req.method), &template).unwrap();
+                if returns_optional(&m91.returns, array, field) {
+                    continue;
+                }
+            }
+            problems.push(format!("{what}: client reads '{field}', not declared in {rel} returns"));
+        }
+    }
+    assert!(problems.is_empty(), "{} conformance problems:\n{}", problems.len(), problems.join("\n"));
+}
+
+#[test]
+fn client_requests_and_fields_conform_to_pve_9_1() {
+    check_client_against("pve-api/apidata.json", false);
+}
+
+#[test]
+fn client_requests_and_fields_conform_to_pve_8_4() {
+    check_client_against("pve-api/apidata-pve8.4.json", true);
+}
+
+#[test]
+fn the_schema_checker_catches_a_bad_request() {
+    // The check above must be able to fail: an undeclared parameter and a bad enum value.
+    let schema = load("pve-api/apidata.json");
+    let bad = vec![
+        ("node".to_string(), "pve1".to_string()),
+        ("vmid".to_string(), "100".to_string()),
+        ("bogus".to_string(), "1".to_string()),
+        ("scsihw".to_string(), "nonsense".to_string()),
+    ];
+    let errors = schema
+        .validate(HttpMethod::Put, "/nodes/{node}/qemu/{vmid}/config", &bad)
+        .unwrap_err();
+    assert!(errors.contains_key("bogus"), "{errors:?}");
+    assert!(errors.contains_key("scsihw"), "{errors:?}");
+}
