@@ -32,7 +32,8 @@ impl Params {
 
     /// An integer parameter (validation guarantees the syntax for schema integers).
     pub fn int(&self, key: &str) -> Option<i64> {
-        self.get(key).and_then(|v| v.trim_start_matches('+').parse().ok())
+        self.get(key)
+            .and_then(|v| v.trim_start_matches('+').parse().ok())
     }
 
     /// A boolean parameter: normalized to `1`/`0` by validation. Absent gives `default`.
@@ -64,12 +65,20 @@ pub struct Caller {
 impl Caller {
     /// `root@pam` as `pvesh` or a ticket login sees it.
     pub fn root() -> Self {
-        Self { userid: "root@pam".into(), tokenid: None, read_only: false }
+        Self {
+            userid: "root@pam".into(),
+            tokenid: None,
+            read_only: false,
+        }
     }
 
     /// An API token `userid!tokenid`.
     pub fn token(userid: impl Into<String>, tokenid: impl Into<String>) -> Self {
-        Self { userid: userid.into(), tokenid: Some(tokenid.into()), read_only: false }
+        Self {
+            userid: userid.into(),
+            tokenid: Some(tokenid.into()),
+            read_only: false,
+        }
     }
 
     /// The user as it appears in a UPID: `root@pam` or `root@pam!fleet`.
@@ -102,7 +111,11 @@ pub struct ApiError {
 impl ApiError {
     /// A plain `die` in a handler: HTTP 500 with the text.
     pub fn internal(message: impl Into<String>) -> Self {
-        Self { status: 500, message: message.into(), errors: BTreeMap::new() }
+        Self {
+            status: 500,
+            message: message.into(),
+            errors: BTreeMap::new(),
+        }
     }
 
     /// `raise_param_exc({param => msg})`: 400 `Parameter verification failed.`.
@@ -114,7 +127,11 @@ impl ApiError {
 
     /// Several parameter errors at once.
     pub fn params(errors: BTreeMap<String, String>) -> Self {
-        Self { status: 400, message: "Parameter verification failed.".into(), errors }
+        Self {
+            status: 400,
+            message: "Parameter verification failed.".into(),
+            errors,
+        }
     }
 
     /// `raise_perm_exc("$path, $priv")`.
@@ -128,7 +145,11 @@ impl ApiError {
 
     /// Any other status with a message.
     pub fn status(status: u16, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), errors: BTreeMap::new() }
+        Self {
+            status,
+            message: message.into(),
+            errors: BTreeMap::new(),
+        }
     }
 
     /// The reason phrase PVE puts in the status line: the first line of the message.
@@ -155,7 +176,10 @@ impl Reply {
 
     /// `{"data": ..., "total": n}`.
     pub fn with_total(data: serde_json::Value, total: u64) -> Self {
-        Self { data, total: Some(total) }
+        Self {
+            data,
+            total: Some(total),
+        }
     }
 
     /// `{"data": null}` (methods whose schema returns `null`).

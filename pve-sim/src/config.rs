@@ -209,6 +209,10 @@ impl Default for SimConfig {
 impl SimConfig {
     /// The default cluster with tasks that finish immediately: for fast tests.
     pub fn fast() -> Self {
-        Self { time_scale: 0.0, agent_ip_delay_secs: 0.0, ..Self::default() }
+        Self {
+            time_scale: 0.0,
+            agent_ip_delay_secs: 0.0,
+            ..Self::default()
+        }
     }
 }

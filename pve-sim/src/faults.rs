@@ -49,7 +49,7 @@ pub struct FaultSettings {
     /// Failing tasks.
     pub failing_tasks: Vec<TaskFault>,
     /// Nodes that stop answering: their own listener hangs, requests proxied to them end in
-    /// `595 Connection timed out`, and their running tasks make no progress.
+    /// `595 No route to host` (after the ARP timeout, 3 s scaled), and their running tasks make no progress.
     pub dead_nodes: BTreeSet<String>,
     /// VMs whose guest agent never answers (`QEMU guest agent is not running`).
     pub dead_agents: BTreeSet<u32>,
@@ -67,7 +67,10 @@ pub struct Faults {
 impl Faults {
     /// No faults; `seed` makes the error rate reproducible.
     pub fn new(seed: u64) -> Self {
-        Self { settings: Mutex::new(FaultSettings::default()), rng: Mutex::new(StdRng::seed_from_u64(seed)) }
+        Self {
+            settings: Mutex::new(FaultSettings::default()),
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+        }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut FaultSettings) -> R) -> R {
@@ -125,9 +128,10 @@ impl Faults {
     /// Consume a matching task fault, if any, returning its message.
     pub fn take_task_failure(&self, vmid: Option<u32>, task_type: &str) -> Option<String> {
         self.with(|s| {
-            let idx = s.failing_tasks.iter().position(|f| {
-                f.task_type == task_type && (f.vmid.is_none() || f.vmid == vmid)
-            })?;
+            let idx = s
+                .failing_tasks
+                .iter()
+                .position(|f| f.task_type == task_type && (f.vmid.is_none() || f.vmid == vmid))?;
             let fault = &mut s.failing_tasks[idx];
             let message = fault.message.clone();
             if let Some(n) = fault.remaining.as_mut() {
@@ -217,7 +221,10 @@ mod tests {
         });
         assert_eq!(f.take_task_failure(Some(101), "qmstart"), None);
         assert_eq!(f.take_task_failure(Some(100), "qmstop"), None);
-        assert_eq!(f.take_task_failure(Some(100), "qmstart").as_deref(), Some("boom"));
+        assert_eq!(
+            f.take_task_failure(Some(100), "qmstart").as_deref(),
+            Some("boom")
+        );
         assert_eq!(f.take_task_failure(Some(100), "qmstart"), None);
     }
 

@@ -20,6 +20,7 @@
 //! decoding bug in the client fails a test instead of being mirrored.
 
 pub mod api;
+mod auth;
 mod cluster;
 pub mod config;
 pub mod error;
@@ -28,7 +29,6 @@ pub mod route;
 pub mod schema;
 pub mod server;
 mod sim;
-mod auth;
 
 pub use api::{ApiError, Caller, Params, Reply};
 pub use config::SimConfig;

@@ -176,6 +176,9 @@ mod tests {
             ]
         );
         assert!(Route::match_path(HttpMethod::Get, "/nodes/pve1/foo").is_none());
-        assert_eq!(Route::match_path(HttpMethod::Get, "/nodes/").unwrap().0, Route::Nodes);
+        assert_eq!(
+            Route::match_path(HttpMethod::Get, "/nodes/").unwrap().0,
+            Route::Nodes
+        );
     }
 }

@@ -29,7 +29,11 @@ impl Client {
 
     /// A client over a shared backend.
     pub fn from_arc(backend: Arc<dyn Backend>) -> Self {
-        Self { backend, retry: RetryPolicy::default(), poll: PollPolicy::default() }
+        Self {
+            backend,
+            retry: RetryPolicy::default(),
+            poll: PollPolicy::default(),
+        }
     }
 
     /// Replace the retry policy.
@@ -65,8 +69,9 @@ impl Client {
         loop {
             match self.backend.call(req).await {
                 Ok(reply) => return Ok(reply),
-                Err(err) if attempt < self.retry.attempts
-                    && RetryPolicy::retryable(req.method, &err) =>
+                Err(err)
+                    if attempt < self.retry.attempts
+                        && RetryPolicy::retryable(req.method, &err) =>
                 {
                     let delay = self.retry.delay(attempt);
                     tracing::debug!(method = %req.method, path = %req.path, attempt, ?delay, error = %err, "retrying PVE call");

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 
-use crate::client::{decode, decode_upid, Client};
+use crate::client::{Client, decode, decode_upid};
 use crate::de;
 use crate::error::PveError;
 use crate::request::{ApiRequest, Method};
@@ -134,7 +134,10 @@ fn mentions_vmid(line: &str, vmid: u32) -> bool {
 }
 
 fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs()
 }
 
 #[cfg(test)]
@@ -143,8 +146,14 @@ mod tests {
 
     #[test]
     fn vmid_mentions_are_whole_numbers() {
-        assert!(mentions_vmid("Logical volume \"vm-101-disk-0\" created.", 101));
-        assert!(mentions_vmid("create full clone of drive scsi0 to VM 101", 101));
+        assert!(mentions_vmid(
+            "Logical volume \"vm-101-disk-0\" created.",
+            101
+        ));
+        assert!(mentions_vmid(
+            "create full clone of drive scsi0 to VM 101",
+            101
+        ));
         assert!(!mentions_vmid("vm-1010-disk-0", 101));
         assert!(!mentions_vmid("vm-2101-disk-0", 101));
     }

@@ -33,7 +33,9 @@ impl<'de> Visitor<'de> for NumVisitor {
         if t.is_empty() {
             return Ok(None);
         }
-        t.parse::<f64>().map(Some).map_err(|_| E::custom(format!("'{v}' is not a number")))
+        t.parse::<f64>()
+            .map(Some)
+            .map_err(|_| E::custom(format!("'{v}' is not a number")))
     }
     fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
@@ -59,7 +61,9 @@ fn to_u64<E: de::Error>(v: f64) -> Result<u64, E> {
 
 /// A required unsigned integer (number or numeric string).
 pub fn u64_lenient<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    any_num(d)?.ok_or_else(|| de::Error::custom("missing number")).and_then(to_u64)
+    any_num(d)?
+        .ok_or_else(|| de::Error::custom("missing number"))
+        .and_then(to_u64)
 }
 
 /// An optional unsigned integer (`null`, `""` and absence are `None`).
@@ -187,7 +191,10 @@ mod tests {
             r#"{"a":2048.0,"b":7,"c":true,"d":0.5,"e":"506"}"#,
         ] {
             let t: T = serde_json::from_str(json).unwrap();
-            assert_eq!((t.a, t.b, t.c, t.d, t.e.as_str()), (2048, Some(7), true, Some(0.5), "506"));
+            assert_eq!(
+                (t.a, t.b, t.c, t.d, t.e.as_str()),
+                (2048, Some(7), true, Some(0.5), "506")
+            );
         }
     }
 

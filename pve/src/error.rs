@@ -27,7 +27,9 @@ pub enum PveError {
         errors: BTreeMap<String, String>,
     },
     /// Authentication was refused (401): wrong token, expired ticket, bad CSRF token.
-    #[error("authentication refused by {endpoint}: {reason}; check the API token file or credentials")]
+    #[error(
+        "authentication refused by {endpoint}: {reason}; check the API token file or credentials"
+    )]
     Auth {
         /// Where.
         endpoint: String,
@@ -120,7 +122,11 @@ fn fmt_param_errors(errors: &BTreeMap<String, String>) -> String {
 }
 
 fn fmt_log_tail(tail: &[String]) -> String {
-    if tail.is_empty() { String::new() } else { format!(" (log: {})", tail.join(" | ")) }
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!(" (log: {})", tail.join(" | "))
+    }
 }
 
 impl PveError {
@@ -170,7 +176,9 @@ impl PveError {
     pub fn is_already_exists(&self) -> bool {
         let hit = |s: &str| s.contains("already exists");
         match self {
-            Self::Api { message, errors, .. } => hit(message) || errors.values().any(|v| hit(v)),
+            Self::Api {
+                message, errors, ..
+            } => hit(message) || errors.values().any(|v| hit(v)),
             _ => false,
         }
     }

@@ -77,7 +77,10 @@ mod tests {
 
     #[test]
     fn captures_renamed_fields() {
-        assert_eq!(struct_fields::<Example>(), Some(&["vmid", "type", "name"][..]));
+        assert_eq!(
+            struct_fields::<Example>(),
+            Some(&["vmid", "type", "name"][..])
+        );
         assert_eq!(struct_fields::<u32>(), None);
     }
 }

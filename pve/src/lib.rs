@@ -24,6 +24,7 @@ pub mod create_retry;
 pub mod de;
 pub mod error;
 pub mod fields;
+pub mod guest_ips;
 pub mod https;
 pub mod props;
 pub mod pvesh;

@@ -37,7 +37,10 @@ pub fn decode_http_reply(
         return Ok(ApiReply { data, total });
     }
     if status == 401 {
-        return Err(PveError::Auth { endpoint: endpoint.to_string(), reason: reason.to_string() });
+        return Err(PveError::Auth {
+            endpoint: endpoint.to_string(),
+            reason: reason.to_string(),
+        });
     }
     let obj = match parsed {
         Some(Value::Object(o)) => o,
@@ -55,7 +58,10 @@ pub fn decode_http_reply(
         .map(|m| {
             m.iter()
                 .map(|(k, v)| {
-                    let text = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+                    let text = v
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| v.to_string());
                     (k.clone(), text.trim_end_matches('\n').to_string())
                 })
                 .collect()

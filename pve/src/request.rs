@@ -55,7 +55,11 @@ pub struct ApiRequest {
 impl ApiRequest {
     /// A request without parameters.
     pub fn new(method: Method, path: impl Into<String>) -> Self {
-        Self { method, path: path.into(), params: Vec::new() }
+        Self {
+            method,
+            path: path.into(),
+            params: Vec::new(),
+        }
     }
 
     /// Add a parameter.
@@ -82,7 +86,10 @@ impl ApiRequest {
 
     /// The value of a parameter, if set.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.params.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -96,7 +103,16 @@ impl fmt::Debug for ApiRequest {
         let params: Vec<(&str, &str)> = self
             .params
             .iter()
-            .map(|(k, v)| (k.as_str(), if is_secret_param(k) { "<redacted>" } else { v.as_str() }))
+            .map(|(k, v)| {
+                (
+                    k.as_str(),
+                    if is_secret_param(k) {
+                        "<redacted>"
+                    } else {
+                        v.as_str()
+                    },
+                )
+            })
             .collect();
         f.debug_struct("ApiRequest")
             .field("method", &self.method)
@@ -140,12 +156,18 @@ mod tests {
             .param("cipassword", "s3cret");
         let shown = format!("{req:?}");
         assert!(shown.contains("root@pam"), "{shown}");
-        assert!(!shown.contains("hunter2") && !shown.contains("s3cret"), "{shown}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("s3cret"),
+            "{shown}"
+        );
     }
 
     #[test]
     fn segment_keeps_upid_characters() {
-        assert_eq!(segment("UPID:pve1:0000:x:root@pam!fleet:"), "UPID:pve1:0000:x:root@pam!fleet:");
+        assert_eq!(
+            segment("UPID:pve1:0000:x:root@pam!fleet:"),
+            "UPID:pve1:0000:x:root@pam!fleet:"
+        );
         assert_eq!(segment("a b/c"), "a%20b%2Fc");
     }
 }

@@ -37,12 +37,17 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// Never retry.
     pub fn none() -> Self {
-        Self { attempts: 1, ..Self::default() }
+        Self {
+            attempts: 1,
+            ..Self::default()
+        }
     }
 
     /// The delay before retry number `n` (1-based).
     pub fn delay(&self, n: u32) -> Duration {
-        let exp = self.factor.powi(i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX));
+        let exp = self
+            .factor
+            .powi(i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX));
         let d = self.initial.as_secs_f64() * exp;
         Duration::from_secs_f64(d.min(self.max.as_secs_f64()))
     }
@@ -70,7 +75,10 @@ mod tests {
 
     #[test]
     fn only_safe_calls_are_retryable() {
-        let connect = PveError::Connect { endpoint: "e".into(), reason: "refused".into() };
+        let connect = PveError::Connect {
+            endpoint: "e".into(),
+            reason: "refused".into(),
+        };
         let lost = PveError::Transport {
             endpoint: "e".into(),
             method: "POST",

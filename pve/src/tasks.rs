@@ -9,7 +9,7 @@ use serde::Deserialize;
 use crate::client::Client;
 use crate::de;
 use crate::error::PveError;
-use crate::request::{segment, ApiRequest, Method};
+use crate::request::{ApiRequest, Method, segment};
 use crate::upid::Upid;
 
 /// How often a running task is polled.
@@ -103,13 +103,19 @@ pub fn classify_exitstatus(exitstatus: &str) -> Result<u32, &str> {
 }
 
 fn task_path(upid: &Upid, tail: &str) -> String {
-    format!("/nodes/{}/tasks/{}{}", upid.node, segment(&upid.to_string()), tail)
+    format!(
+        "/nodes/{}/tasks/{}{}",
+        upid.node,
+        segment(&upid.to_string()),
+        tail
+    )
 }
 
 impl Client {
     /// Status of a task, read on its own node.
     pub async fn task_status(&self, upid: &Upid) -> Result<TaskStatus, PveError> {
-        self.fetch(&ApiRequest::new(Method::Get, task_path(upid, "/status"))).await
+        self.fetch(&ApiRequest::new(Method::Get, task_path(upid, "/status")))
+            .await
     }
 
     /// Lines `start..start+limit` of a task log (`limit` 0 = all) and the total line count
@@ -138,13 +144,17 @@ impl Client {
             None if first.is_empty() => first,
             None => self.task_log(upid, 0, 0).await?.0,
         };
-        let skip = lines.len().saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));
+        let skip = lines
+            .len()
+            .saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));
         Ok(lines.into_iter().skip(skip).map(|l| l.t).collect())
     }
 
     /// Stop (kill) a running task.
     pub async fn task_stop(&self, upid: &Upid) -> Result<(), PveError> {
-        self.execute(&ApiRequest::new(Method::Delete, task_path(upid, ""))).await.map(|_| ())
+        self.execute(&ApiRequest::new(Method::Delete, task_path(upid, "")))
+            .await
+            .map(|_| ())
     }
 
     /// Wait until the task stops, polling its node with back-off, for at most `timeout`.
@@ -157,12 +167,19 @@ impl Client {
         loop {
             let status = self.task_status(upid).await?;
             if status.is_stopped() {
-                let exit = status.exitstatus.unwrap_or_else(|| "unexpected status".into());
+                let exit = status
+                    .exitstatus
+                    .unwrap_or_else(|| "unexpected status".into());
                 return match classify_exitstatus(&exit) {
-                    Ok(warnings) => Ok(TaskOutcome { upid: upid.clone(), warnings }),
+                    Ok(warnings) => Ok(TaskOutcome {
+                        upid: upid.clone(),
+                        warnings,
+                    }),
                     Err(_) => {
-                        let log_tail =
-                            self.task_log_tail(upid, u64::from(poll.log_tail)).await.unwrap_or_default();
+                        let log_tail = self
+                            .task_log_tail(upid, u64::from(poll.log_tail))
+                            .await
+                            .unwrap_or_default();
                         Err(PveError::TaskFailed {
                             upid: Box::new(upid.clone()),
                             exitstatus: exit,
@@ -173,10 +190,15 @@ impl Client {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(PveError::TaskTimeout { upid: Box::new(upid.clone()), timeout });
+                return Err(PveError::TaskTimeout {
+                    upid: Box::new(upid.clone()),
+                    timeout,
+                });
             }
             tokio::time::sleep(delay.min(deadline - now)).await;
-            delay = Duration::from_secs_f64((delay.as_secs_f64() * poll.factor).min(poll.max.as_secs_f64()));
+            delay = Duration::from_secs_f64(
+                (delay.as_secs_f64() * poll.factor).min(poll.max.as_secs_f64()),
+            );
         }
     }
 

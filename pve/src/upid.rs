@@ -71,13 +71,19 @@ fn is_node_name(s: &str) -> bool {
 
 fn hex_field(s: &str, lens: &[usize], what: &str, text: &str) -> Result<u64, PveError> {
     if !lens.contains(&s.len()) || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
-        return Err(invalid(text, &format!("{what} must be {lens:?} hex digits")));
+        return Err(invalid(
+            text,
+            &format!("{what} must be {lens:?} hex digits"),
+        ));
     }
     u64::from_str_radix(s, 16).map_err(|e| invalid(text, &e.to_string()))
 }
 
 fn invalid(text: &str, why: &str) -> PveError {
-    PveError::Invalid { field: "upid".into(), reason: format!("'{text}' is not a UPID: {why}") }
+    PveError::Invalid {
+        field: "upid".into(),
+        reason: format!("'{text}' is not a UPID: {why}"),
+    }
 }
 
 fn free_field_ok(s: &str, allow_empty: bool) -> bool {
@@ -103,8 +109,7 @@ impl FromStr for Upid {
         let wide_pstart = pstart.len() == 9;
         let pstart = hex_field(pstart, &[8, 9], "pstart", text)?;
         let starttime = hex_field(starttime, &[8], "starttime", text)?;
-        if !free_field_ok(kind, false) || !free_field_ok(id, true) || !free_field_ok(user, false)
-        {
+        if !free_field_ok(kind, false) || !free_field_ok(id, true) || !free_field_ok(user, false) {
             return Err(invalid(text, "type, id or user has a forbidden character"));
         }
         Ok(Self {
@@ -176,8 +181,13 @@ mod tests {
 
     #[test]
     fn lower_case_hex_is_accepted_and_formatted_upper() {
-        let u: Upid = "UPID:n:0000c346:165a0ce4:68d7279c:x:1:root@pam:".parse().unwrap();
-        assert_eq!(u.to_string(), "UPID:n:0000C346:165A0CE4:68D7279C:x:1:root@pam:");
+        let u: Upid = "UPID:n:0000c346:165a0ce4:68d7279c:x:1:root@pam:"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            u.to_string(),
+            "UPID:n:0000C346:165A0CE4:68D7279C:x:1:root@pam:"
+        );
     }
 
     #[test]

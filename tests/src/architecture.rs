@@ -11,11 +11,29 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("transport", &["protocol"]),
     ("raft", &["transport"]),
     ("bootstrap", &["transport", "protocol"]),
-    ("node-agent", &["bootstrap", "transport", "protocol", "pve", "pve-sim"]),
-    ("coordinator", &["raft", "bootstrap", "transport", "protocol"]),
+    (
+        "node-agent",
+        &["bootstrap", "transport", "protocol", "pve", "pve-sim"],
+    ),
+    (
+        "coordinator",
+        &["raft", "bootstrap", "transport", "protocol"],
+    ),
     ("pve", &[]),
     ("pve-sim", &[]),
-    ("tests", &["protocol", "transport", "raft", "bootstrap", "node-agent", "coordinator", "pve", "pve-sim"]),
+    (
+        "tests",
+        &[
+            "protocol",
+            "transport",
+            "raft",
+            "bootstrap",
+            "node-agent",
+            "coordinator",
+            "pve",
+            "pve-sim",
+        ],
+    ),
 ];
 
 /// Dev-only exceptions: the simulator's tests drive it with the real client.
@@ -46,14 +64,22 @@ pub fn violations(members: &BTreeSet<String>, edges: &[Edge]) -> Vec<String> {
     let mut out = Vec::new();
     for m in members {
         if !allowed.contains_key(m.as_str()) {
-            out.push(format!("member '{m}' is not placed in the dependency table (tests/src/architecture.rs)"));
+            out.push(format!(
+                "member '{m}' is not placed in the dependency table (tests/src/architecture.rs)"
+            ));
         }
     }
     for e in edges {
-        let ok = allowed.get(e.from.as_str()).is_some_and(|to| to.contains(&e.to.as_str()))
+        let ok = allowed
+            .get(e.from.as_str())
+            .is_some_and(|to| to.contains(&e.to.as_str()))
             || (e.dev_only && ALLOWED_DEV.contains(&(e.from.as_str(), e.to.as_str())));
         if !ok {
-            let kind = if e.dev_only { "dev-dependency" } else { "dependency" };
+            let kind = if e.dev_only {
+                "dev-dependency"
+            } else {
+                "dependency"
+            };
             out.push(format!("forbidden {kind}: {} -> {}", e.from, e.to));
         }
     }
@@ -85,7 +111,10 @@ fn reaches(edges: &[Edge], from: &str, to: &str) -> bool {
 /// Workspace members (by directory) and the edges between them, from `cargo metadata`
 /// JSON (`--no-deps` is enough: each package lists its declared dependencies with `path`).
 pub fn from_metadata(meta: &serde_json::Value) -> (BTreeSet<String>, Vec<Edge>) {
-    let root = meta["workspace_root"].as_str().unwrap_or_default().to_string();
+    let root = meta["workspace_root"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let dir_of = |manifest: &str| -> Option<String> {
         let rel = manifest.strip_prefix(&root)?.trim_start_matches('/');
         rel.split('/').next().map(str::to_string)
@@ -93,13 +122,20 @@ pub fn from_metadata(meta: &serde_json::Value) -> (BTreeSet<String>, Vec<Edge>) 
     let mut members = BTreeSet::new();
     let mut edges = Vec::new();
     for pkg in meta["packages"].as_array().into_iter().flatten() {
-        let Some(from) = pkg["manifest_path"].as_str().and_then(dir_of) else { continue };
+        let Some(from) = pkg["manifest_path"].as_str().and_then(dir_of) else {
+            continue;
+        };
         members.insert(from.clone());
         let mut by_target: BTreeMap<String, bool> = BTreeMap::new();
         for dep in pkg["dependencies"].as_array().into_iter().flatten() {
-            let Some(path) = dep["path"].as_str() else { continue };
+            let Some(path) = dep["path"].as_str() else {
+                continue;
+            };
             let Some(to) = path.strip_prefix(&root).and_then(|r| {
-                r.trim_start_matches('/').split('/').next().map(str::to_string)
+                r.trim_start_matches('/')
+                    .split('/')
+                    .next()
+                    .map(str::to_string)
             }) else {
                 continue;
             };
@@ -108,7 +144,11 @@ pub fn from_metadata(meta: &serde_json::Value) -> (BTreeSet<String>, Vec<Edge>) 
             *entry &= dev;
         }
         for (to, dev_only) in by_target {
-            edges.push(Edge { from: from.clone(), to, dev_only });
+            edges.push(Edge {
+                from: from.clone(),
+                to,
+                dev_only,
+            });
         }
     }
     (members, edges)
@@ -119,7 +159,11 @@ mod tests {
     use super::*;
 
     fn e(from: &str, to: &str, dev_only: bool) -> Edge {
-        Edge { from: from.into(), to: to.into(), dev_only }
+        Edge {
+            from: from.into(),
+            to: to.into(),
+            dev_only,
+        }
     }
 
     fn set(names: &[&str]) -> BTreeSet<String> {
@@ -128,7 +172,16 @@ mod tests {
 
     #[test]
     fn the_intended_graph_passes() {
-        let m = set(&["pve", "pve-sim", "tests", "node-agent", "coordinator", "raft", "transport", "protocol"]);
+        let m = set(&[
+            "pve",
+            "pve-sim",
+            "tests",
+            "node-agent",
+            "coordinator",
+            "raft",
+            "transport",
+            "protocol",
+        ]);
         let edges = vec![
             e("pve-sim", "pve", true),
             e("node-agent", "pve", false),
@@ -144,15 +197,30 @@ mod tests {
     fn a_pointing_back_edge_fails() {
         let m = set(&["pve", "pve-sim"]);
         assert_eq!(violations(&m, &[e("pve", "pve-sim", false)]).len(), 2);
-        assert_eq!(violations(&m, &[e("pve-sim", "pve", false)]), vec!["forbidden dependency: pve-sim -> pve"]);
+        assert_eq!(
+            violations(&m, &[e("pve-sim", "pve", false)]),
+            vec!["forbidden dependency: pve-sim -> pve"]
+        );
     }
 
     #[test]
     fn coordinator_talking_to_pve_fails_even_through_another_crate() {
         let m = set(&["coordinator", "bootstrap", "pve"]);
-        let v = violations(&m, &[e("coordinator", "bootstrap", false), e("bootstrap", "pve", false)]);
-        assert!(v.contains(&"forbidden dependency: bootstrap -> pve".to_string()), "{v:?}");
-        assert!(v.contains(&"coordinator reaches pve transitively".to_string()), "{v:?}");
+        let v = violations(
+            &m,
+            &[
+                e("coordinator", "bootstrap", false),
+                e("bootstrap", "pve", false),
+            ],
+        );
+        assert!(
+            v.contains(&"forbidden dependency: bootstrap -> pve".to_string()),
+            "{v:?}"
+        );
+        assert!(
+            v.contains(&"coordinator reaches pve transitively".to_string()),
+            "{v:?}"
+        );
     }
 
     #[test]

@@ -7,8 +7,16 @@
 //!  pve::Client ──▶ HttpsBackend ──TLS──▶ pve-sim serve (process) ──▶ model
 //!  proxmoxer (Python) ──TLS──────────▶ pve-sim serve (process)
 //! ```
+//!
+//! This crate is test support only (nothing ships from it): setting up a harness that cannot
+//! be set up is a test failure, so it may panic with `expect`.
+#![allow(clippy::expect_used)]
 
 pub mod architecture;
-pub mod sim_backend;
+pub mod https_sim;
+pub mod lifecycle;
+pub mod recording;
 pub mod shared_refs;
+pub mod sim_backend;
 pub mod sim_process;
+pub mod tour;

@@ -17,14 +17,21 @@ pub struct SimBackend {
 
 impl std::fmt::Debug for SimBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimBackend").field("caller", &self.caller).field("node", &self.node).finish()
+        f.debug_struct("SimBackend")
+            .field("caller", &self.caller)
+            .field("node", &self.node)
+            .finish()
     }
 }
 
 impl SimBackend {
     /// Call `sim` as `caller`, with `node` as the node answering (`localhost`).
     pub fn new(sim: Sim, caller: Caller, node: impl Into<String>) -> Self {
-        Self { sim, caller, node: node.into() }
+        Self {
+            sim,
+            caller,
+            node: node.into(),
+        }
     }
 }
 
@@ -42,7 +49,13 @@ impl Backend for SimBackend {
         Box::pin(async move {
             let raw = self
                 .sim
-                .handle_raw(&self.caller, &self.node, method(req.method), &req.path, req.params.clone())
+                .handle_raw(
+                    &self.caller,
+                    &self.node,
+                    method(req.method),
+                    &req.path,
+                    req.params.clone(),
+                )
                 .await;
             if raw.drop {
                 return Err(PveError::Transport {

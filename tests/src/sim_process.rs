@@ -80,21 +80,36 @@ impl SimProcess {
             if let Ok(Some(status)) = child.try_wait() {
                 panic!("pve-sim exited before it was ready: {status}");
             }
-            assert!(Instant::now() < deadline, "pve-sim printed no ready line in 60 s");
+            assert!(
+                Instant::now() < deadline,
+                "pve-sim printed no ready line in 60 s"
+            );
         };
-        let ready: Ready = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("bad ready line {line:?}: {e}"));
-        Self { child, ready, _dir: dir }
+        let ready: Ready =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad ready line {line:?}: {e}"));
+        Self {
+            child,
+            ready,
+            _dir: dir,
+        }
     }
 
     /// Host part of the listen address.
     pub fn host(&self) -> &str {
-        self.ready.listen.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1")
+        self.ready
+            .listen
+            .rsplit_once(':')
+            .map(|(h, _)| h)
+            .unwrap_or("127.0.0.1")
     }
 
     /// Port of the listen address.
     pub fn port(&self) -> u16 {
-        self.ready.listen.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).unwrap_or(0)
+        self.ready
+            .listen
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse().ok())
+            .unwrap_or(0)
     }
 }
 

@@ -1,4 +1,5 @@
 //! The workspace's real crate graph follows ARCHITECTURE.md §1 (`cargo metadata`).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
 use std::process::Command;
 
@@ -6,15 +7,31 @@ use std::process::Command;
 fn workspace_dependencies_point_only_in_the_allowed_direction() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
-    assert!(out.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
     let (members, edges) = pvefleet_tests::architecture::from_metadata(&meta);
-    assert!(members.contains("pve") && members.contains("pve-sim"), "members: {members:?}");
-    assert!(!edges.is_empty(), "no edges found: the metadata reader is broken");
+    assert!(
+        members.contains("pve") && members.contains("pve-sim"),
+        "members: {members:?}"
+    );
+    assert!(
+        !edges.is_empty(),
+        "no edges found: the metadata reader is broken"
+    );
     let v = pvefleet_tests::architecture::violations(&members, &edges);
     assert!(v.is_empty(), "dependency rules broken:\n{}", v.join("\n"));
 }

@@ -4,6 +4,7 @@
 //!
 //! The Python environment is made by `make pyenv` (part of `make verify`) and named by
 //! `PVEFLEET_PYTHON`; without it this test fails and says how to make it.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -11,9 +12,11 @@ use std::process::Command;
 use pvefleet_tests::sim_process::SimProcess;
 
 fn python() -> PathBuf {
-    let py = std::env::var("PVEFLEET_PYTHON").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python")
-    });
+    let py = std::env::var("PVEFLEET_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python")
+        });
     assert!(
         py.exists(),
         "{} missing: run `make pyenv` (a virtualenv with tests/python/requirements.txt)",
@@ -43,7 +46,15 @@ fn proxmoxer_drives_the_simulator_through_a_vm_lifecycle() {
         "proxmoxer flow failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
-    for expected in ["duplicate VMID refused", "locked VM refused", "snapshot and rollback", "stopped and destroyed"] {
-        assert!(stdout.contains(expected), "step '{expected}' missing:\n{stdout}");
+    for expected in [
+        "duplicate VMID refused",
+        "locked VM refused",
+        "snapshot and rollback",
+        "stopped and destroyed",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "step '{expected}' missing:\n{stdout}"
+        );
     }
 }

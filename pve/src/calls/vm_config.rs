@@ -38,6 +38,8 @@ pub fn vm_config_request(node: &str, vmid: u32, view: &ConfigView) -> Result<Api
 }
 
 fn update_params(req: ApiRequest, changes: &ConfigChanges) -> Result<ApiRequest, PveError> {
+    // A refused setter leaves nothing set: report its error, not "no options specified".
+    changes.validate()?;
     if changes.is_empty() {
         return Err(invalid(
             "config",
@@ -141,6 +143,17 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect()
+    }
+
+    #[test]
+    fn a_refused_setter_is_reported_not_hidden_as_an_empty_update() {
+        let err = update_vm_request("pve1", 100, &ConfigChanges::new().memory_mib(8)).unwrap_err();
+        assert!(
+            matches!(&err, PveError::Invalid { field, .. } if field == "memory"),
+            "{err}"
+        );
+        let err = update_vm_request("pve1", 100, &ConfigChanges::new()).unwrap_err();
+        assert!(err.to_string().contains("no options specified"), "{err}");
     }
 
     #[test]

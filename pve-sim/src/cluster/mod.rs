@@ -1,0 +1,256 @@
+//! The cluster model: nodes, storages, volumes, VMs with their raw config text, and worker
+//! tasks, behaving as PVE does behind its API.
+//!
+//! ```text
+//!  edge (validated Route + Params + Caller)
+//!      │
+//!      ▼
+//!  Cluster::dispatch ──▶ reads (status, lists)            ─┐
+//!                   ├─▶ sync checks ──▶ Inner::start_task  │ all under one State lock
+//!                   │                      │ begin → (scaled time) → finish / abort
+//!                   │                      ▼               │
+//!                   └─▶ config updates   tasks (UPID, log) ┘
+//! ```
+//!
+//! Sync errors come back as [`ApiError`]s; errors PVE raises inside the worker end the task
+//! with `TASK ERROR: <msg>` instead, exactly as NOTES §7 lists them.
+
+mod agent;
+mod bootstrap;
+mod clock;
+mod config_keys;
+mod config_read;
+mod config_text;
+mod config_update;
+mod disks;
+mod drive;
+mod ids;
+mod job;
+mod network;
+mod ops_clone;
+mod ops_config;
+mod ops_create;
+mod ops_destroy;
+mod ops_migrate;
+mod ops_power;
+mod ops_resize;
+mod ops_snapshot;
+mod ops_template;
+mod power;
+mod reads;
+mod request;
+mod resources;
+mod state;
+mod storage_reads;
+mod task_api;
+mod tasks;
+mod vm;
+mod vm_status;
+mod volumes;
+
+#[cfg(test)]
+mod tests_agent;
+#[cfg(test)]
+mod tests_clone;
+#[cfg(test)]
+mod tests_config;
+#[cfg(test)]
+mod tests_lifecycle;
+#[cfg(test)]
+mod tests_migrate;
+#[cfg(test)]
+mod tests_reads;
+#[cfg(test)]
+mod tests_snapshots;
+#[cfg(test)]
+mod tests_support;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::faults::Faults;
+use crate::{ApiError, Caller, Params, Reply, Route, SimConfig, SimError};
+use state::State;
+
+/// The simulated cluster; cheap to clone (shared state).
+#[derive(Clone)]
+pub(crate) struct Cluster {
+    inner: Arc<Inner>,
+}
+
+/// Shared by the API handlers and the task drivers.
+struct Inner {
+    state: Mutex<State>,
+    faults: Arc<Faults>,
+    time_scale: f64,
+    agent_ip_delay: f64,
+    quirks: bool,
+    version: String,
+    cluster_name: String,
+}
+
+impl Inner {
+    /// The state lock (a poisoned lock only means a panicking test thread).
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Cluster {
+    /// Build the cluster a config describes.
+    pub(crate) fn new(config: &SimConfig, faults: Arc<Faults>) -> Result<Self, SimError> {
+        if !(config.time_scale >= 0.0 && config.time_scale.is_finite()) {
+            return Err(SimError::Config(format!(
+                "time_scale must be >= 0, got {}",
+                config.time_scale
+            )));
+        }
+        let state = bootstrap::initial_state(config)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                state: Mutex::new(state),
+                faults,
+                time_scale: config.time_scale,
+                agent_ip_delay: config.agent_ip_delay_secs.max(0.0),
+                quirks: config.quirks,
+                version: config.version.clone(),
+                cluster_name: config.cluster_name.clone(),
+            }),
+        })
+    }
+
+    /// Handle one API call (every route but `POST /access/ticket`, which is the edge's).
+    pub(crate) async fn dispatch(
+        &self,
+        route: Route,
+        p: &Params,
+        caller: &Caller,
+    ) -> Result<Reply, ApiError> {
+        let cx = &self.inner;
+        match route {
+            Route::AccessTicket => Err(ApiError::status(
+                501,
+                "Method 'POST /access/ticket' not implemented",
+            )),
+            Route::Version => Ok(reads::version(cx)),
+            Route::ClusterResources => resources::cluster_resources(cx, p),
+            Route::ClusterStatus => Ok(reads::cluster_status(cx)),
+            Route::ClusterNextid => reads::nextid(cx, p),
+            Route::ClusterTasks => Ok(task_api::cluster_tasks(cx)),
+            Route::Nodes => Ok(reads::nodes(cx)),
+            Route::NodeStatus => reads::node_status(cx, p),
+            Route::VmList => vm_status::list(cx, p),
+            Route::VmCreate => ops_create::create(cx, p, caller),
+            Route::VmDestroy => ops_destroy::destroy(cx, p, caller),
+            Route::VmConfigGet => config_read::config(cx, p),
+            Route::VmConfigPost => ops_config::post(cx, p, caller).await,
+            Route::VmConfigPut => ops_config::put(cx, p, caller),
+            Route::VmPending => config_read::pending(cx, p),
+            Route::VmStatusCurrent => vm_status::current(cx, p),
+            Route::VmStart => ops_power::start(cx, p, caller),
+            Route::VmStop => ops_power::stop(cx, p, caller),
+            Route::VmShutdown => ops_power::shutdown(cx, p, caller),
+            Route::VmReboot => ops_power::reboot(cx, p, caller),
+            Route::VmReset => ops_power::reset(cx, p, caller),
+            Route::VmSuspend => ops_power::suspend(cx, p, caller),
+            Route::VmResume => ops_power::resume(cx, p, caller),
+            Route::VmClone => ops_clone::clone_vm(cx, p, caller),
+            Route::VmResize => ops_resize::resize(cx, p, caller),
+            Route::VmTemplate => ops_template::template(cx, p, caller),
+            Route::VmMigrateCheck => ops_migrate::precondition(cx, p),
+            Route::VmMigrate => ops_migrate::migrate(cx, p, caller),
+            Route::SnapshotList => ops_snapshot::list(cx, p),
+            Route::SnapshotCreate => ops_snapshot::create(cx, p, caller),
+            Route::SnapshotDelete => ops_snapshot::delete(cx, p, caller),
+            Route::SnapshotConfig => config_read::snapshot_config(cx, p),
+            Route::SnapshotRollback => ops_snapshot::rollback(cx, p, caller),
+            Route::AgentNetwork => agent::network_get_interfaces(cx, p).await,
+            Route::AgentPing => agent::ping(cx, p).await,
+            Route::NodeTasks => task_api::node_tasks(cx, p),
+            Route::TaskStop => task_api::stop(cx, p),
+            Route::TaskStatus => task_api::status(cx, p),
+            Route::TaskLog => task_api::log(cx, p),
+            Route::StorageList => storage_reads::list(cx, p),
+            Route::StorageStatus => storage_reads::status(cx, p),
+            Route::StorageContent => storage_reads::content(cx, p),
+            Route::NetworkList => network::list(cx, p),
+        }
+    }
+
+    /// Node names in config order.
+    pub(crate) fn node_names(&self) -> Vec<String> {
+        self.inner
+            .state()
+            .nodes
+            .iter()
+            .map(|n| n.name.clone())
+            .collect()
+    }
+
+    /// Whether `node` is a cluster member.
+    pub(crate) fn has_node(&self, node: &str) -> bool {
+        self.inner.state().node(node).is_some()
+    }
+
+    /// The raw `/etc/pve/qemu-server/<vmid>.conf` text.
+    pub(crate) fn vm_config_text(&self, vmid: u32) -> Option<String> {
+        self.inner.state().vms.get(&vmid).map(|vm| vm.conf.render())
+    }
+
+    /// The node holding the VM's config.
+    pub(crate) fn vm_node(&self, vmid: u32) -> Option<String> {
+        self.inner.state().vms.get(&vmid).map(|vm| vm.node.clone())
+    }
+
+    /// Whether the VM's QEMU process runs.
+    pub(crate) fn vm_running(&self, vmid: u32) -> Option<bool> {
+        self.inner.state().vms.get(&vmid).map(|vm| vm.run.running)
+    }
+
+    /// Start or stop a VM "behind the fleet's back" (no task, no checks, pending kept);
+    /// `false` if there is no such VM.
+    pub(crate) fn set_vm_running(&self, vmid: u32, running: bool) -> bool {
+        let mut st = self.inner.state();
+        let Some(node) = st.vms.get(&vmid).map(|vm| vm.node.clone()) else {
+            return false;
+        };
+        if running {
+            power::mark_running(&mut st, &node, vmid);
+        } else {
+            power::mark_stopped(&mut st, vmid);
+        }
+        true
+    }
+
+    /// Store a snippet file on `storage` (which must hold `snippets` and exist on `node`),
+    /// returning its volid `storage:snippets/<filename>`.
+    pub(crate) fn write_snippet(
+        &self,
+        node: &str,
+        storage: &str,
+        filename: &str,
+        content: &str,
+    ) -> Result<String, ApiError> {
+        let mut st = self.inner.state();
+        if st.node(node).is_none() {
+            return Err(ApiError::internal(format!("no such cluster node '{node}'")));
+        }
+        let scfg = st
+            .storages
+            .check_enabled(storage, node)
+            .map_err(ApiError::internal)?;
+        if !scfg.content.contains("snippets") {
+            return Err(ApiError::internal(format!(
+                "storage '{storage}' does not support content type 'snippets'"
+            )));
+        }
+        if filename.is_empty() || filename.contains('/') || filename.starts_with('.') {
+            return Err(ApiError::param(
+                "filename",
+                format!("invalid filename '{filename}'"),
+            ));
+        }
+        Ok(st
+            .storages
+            .put_snippet(storage, node, filename, content, clock::now_unix()))
+    }
+}

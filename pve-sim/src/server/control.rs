@@ -1,0 +1,119 @@
+//! Simulator control over HTTPS (not part of the PVE API), for testbeds that run the simulator
+//! as a process. Needs a root ticket (with CSRF token on writes) or a token that is not
+//! read-only. Answers use the API envelope (`{"data": ...}` / `{"data": null, "message": ...}`).
+//!
+//! - `GET /_sim/faults` → the [`FaultSettings`]; `PUT /_sim/faults` with a `FaultSettings`
+//!   JSON body replaces them.
+//! - `POST /_sim/vm/{vmid}/power` with `{"running": bool}` powers a VM on/off behind the API.
+//! - `PUT /_sim/snippets/{node}/{storage}/{filename}` stores the body as a snippet file.
+
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::body::{OneChunk, read_body};
+use super::handler::respond;
+use crate::auth::{Credentials, Principal};
+use crate::faults::FaultSettings;
+use crate::route::HttpMethod;
+use crate::sim::{Sim, unix_now};
+
+/// Largest control body (snippets can be bigger than API parameters).
+const MAX_CONTROL_BODY: usize = 4 * 1024 * 1024;
+
+fn ok(data: Value) -> Response<OneChunk> {
+    respond(
+        200,
+        "OK",
+        serde_json::to_vec(&json!({ "data": data })).unwrap_or_default(),
+    )
+}
+
+fn fail(status: u16, message: &str) -> Response<OneChunk> {
+    let body = json!({ "data": null, "message": format!("{message}\n") });
+    respond(
+        status,
+        message.lines().next().unwrap_or(""),
+        serde_json::to_vec(&body).unwrap_or_default(),
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Power {
+    running: bool,
+}
+
+/// Answer one `/_sim/...` request.
+pub(crate) async fn handle(sim: &Sim, req: Request<Incoming>) -> Response<OneChunk> {
+    let method = match *req.method() {
+        Method::GET => HttpMethod::Get,
+        Method::POST => HttpMethod::Post,
+        Method::PUT => HttpMethod::Put,
+        Method::DELETE => HttpMethod::Delete,
+        _ => return fail(501, "method not available"),
+    };
+    let path = percent_encoding::percent_decode_str(req.uri().path())
+        .decode_utf8_lossy()
+        .into_owned();
+    let headers = req.headers();
+    let creds = Credentials {
+        cookie: headers.get("cookie").and_then(|v| v.to_str().ok()),
+        authorization: headers.get("authorization").and_then(|v| v.to_str().ok()),
+        csrf: headers
+            .get("csrfpreventiontoken")
+            .and_then(|v| v.to_str().ok()),
+    };
+    let who = match sim.auth().authenticate(method, &path, creds, unix_now()) {
+        Ok(who) => who,
+        Err(e) => return respond(401, &e.message, Vec::new()),
+    };
+    let allowed =
+        matches!(&who, Principal::User(c) if c.is_root() || (c.tokenid.is_some() && !c.read_only));
+    if !allowed {
+        return fail(403, "Permission check failed (/_sim, Sys.Modify)");
+    }
+    let body = match read_body(req.into_body(), MAX_CONTROL_BODY).await {
+        Ok(b) => b,
+        Err(_) => return fail(501, "for data too large"),
+    };
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match (method, segs.as_slice()) {
+        (HttpMethod::Get, ["_sim", "faults"]) => {
+            ok(serde_json::to_value(sim.faults().snapshot()).unwrap_or(Value::Null))
+        }
+        (HttpMethod::Put, ["_sim", "faults"]) => {
+            match serde_json::from_slice::<FaultSettings>(&body) {
+                Ok(settings) => {
+                    sim.faults().replace(settings);
+                    ok(serde_json::to_value(sim.faults().snapshot()).unwrap_or(Value::Null))
+                }
+                Err(e) => fail(400, &format!("invalid fault settings: {e}")),
+            }
+        }
+        (HttpMethod::Post, ["_sim", "vm", vmid, "power"]) => {
+            let Ok(vmid) = vmid.parse::<u32>() else {
+                return fail(400, &format!("invalid vmid '{vmid}'"));
+            };
+            match serde_json::from_slice::<Power>(&body) {
+                Ok(p) if sim.set_vm_running(vmid, p.running) => {
+                    ok(json!({ "vmid": vmid, "running": p.running }))
+                }
+                Ok(_) => fail(404, &format!("VM {vmid} does not exist")),
+                Err(e) => fail(400, &format!("invalid power request: {e}")),
+            }
+        }
+        (HttpMethod::Put, ["_sim", "snippets", node, storage, filename]) => {
+            let content = String::from_utf8_lossy(&body);
+            match sim.write_snippet(node, storage, filename, &content) {
+                Ok(volid) => ok(json!(volid)),
+                Err(e) => fail(e.status, &e.message),
+            }
+        }
+        _ => fail(
+            501,
+            &format!("Method '{} {path}' not implemented", method.as_str()),
+        ),
+    }
+}

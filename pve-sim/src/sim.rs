@@ -1,0 +1,350 @@
+//! The simulator facade: one cluster model, its faults and credentials, and the request
+//! pipeline every call goes through, in process or over HTTPS.
+//!
+//! ```text
+//!  latency ─▶ route match (501) ─▶ URI/body conflicts (400) ─▶ token allowed? (403)
+//!    ─▶ permission (403) ─▶ proxy to {node}: localhost, unknown (500), down (595)
+//!    ─▶ schema validation (400) ─▶ root-only options (400) ─▶ error-rate fault (503)
+//!    ─▶ model ─▶ drop fault
+//! ```
+
+mod permission;
+mod raw;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use percent_encoding::percent_decode_str;
+
+pub use raw::RawReply;
+
+use crate::api::{ApiError, Caller, Reply};
+use crate::auth::{Auth, Principal};
+use crate::cluster::Cluster;
+use crate::config::SimConfig;
+use crate::error::SimError;
+use crate::faults::Faults;
+use crate::route::{HttpMethod, Route};
+use crate::schema::Schema;
+
+/// What a connection to a node that stopped answering ends with (AnyEvent::HTTP's code for a
+/// failed connect, with the OS error text).
+const NODE_DOWN_STATUS: u16 = 595;
+const NODE_DOWN_REASON: &str = "No route to host";
+/// Seconds (before scaling) until a connect to a dead host fails.
+const NODE_DOWN_DELAY_SECS: f64 = 3.0;
+
+struct Inner {
+    cluster: Cluster,
+    faults: Arc<Faults>,
+    config: SimConfig,
+    auth: Auth,
+}
+
+/// A simulated PVE cluster. Cheap to clone; clones share the same cluster.
+#[derive(Clone)]
+pub struct Sim {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Sim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim")
+            .field("cluster", &self.inner.config.cluster_name)
+            .finish()
+    }
+}
+
+/// Unix time now (tickets are real-time, independent of the time scale).
+pub(crate) fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// PVE's form decoding turns repeated keys into one NUL-joined value.
+fn combine(params: Vec<(String, String)>) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    for (k, v) in params {
+        out.entry(k)
+            .and_modify(|old| {
+                old.push('\0');
+                old.push_str(&v);
+            })
+            .or_insert(v);
+    }
+    out
+}
+
+impl Sim {
+    /// Build the cluster described by `config`.
+    pub fn new(config: SimConfig) -> Result<Sim, SimError> {
+        let faults = Arc::new(Faults::new(config.seed));
+        let cluster = Cluster::new(&config, Arc::clone(&faults))?;
+        let auth = Auth::new(&config);
+        Ok(Sim {
+            inner: Arc::new(Inner {
+                cluster,
+                faults,
+                config,
+                auth,
+            }),
+        })
+    }
+
+    /// The configuration the cluster was built from.
+    pub fn config(&self) -> &SimConfig {
+        &self.inner.config
+    }
+
+    /// The fault registry (shared with the model and the HTTPS server).
+    pub fn faults(&self) -> &Faults {
+        &self.inner.faults
+    }
+
+    pub(crate) fn auth(&self) -> &Auth {
+        &self.inner.auth
+    }
+
+    /// `time_scale` × `secs` as a duration (never negative).
+    pub(crate) fn scaled(&self, secs: f64) -> Duration {
+        let s = secs * self.inner.config.time_scale;
+        if s.is_finite() && s > 0.0 {
+            Duration::from_secs_f64(s)
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// In-process call as `caller` talking to node `local_node` (which `localhost` means).
+    /// `path` is below `/api2/json` and may be percent-encoded; `params` are raw form strings
+    /// (booleans `1`/`0`).
+    pub async fn handle(
+        &self,
+        caller: &Caller,
+        local_node: &str,
+        method: HttpMethod,
+        path: &str,
+        params: Vec<(String, String)>,
+    ) -> Result<Reply, ApiError> {
+        let rel = decode_path(path);
+        self.process(
+            &Principal::User(caller.clone()),
+            local_node,
+            method,
+            &rel,
+            params,
+        )
+        .await
+    }
+
+    /// The exact answer HTTP would carry for [`Sim::handle`], with the drop fault applied.
+    pub async fn handle_raw(
+        &self,
+        caller: &Caller,
+        local_node: &str,
+        method: HttpMethod,
+        path: &str,
+        params: Vec<(String, String)>,
+    ) -> RawReply {
+        let rel = decode_path(path);
+        self.process_raw(
+            &Principal::User(caller.clone()),
+            local_node,
+            method,
+            &rel,
+            params,
+        )
+        .await
+    }
+
+    /// [`Sim::handle_raw`] for an authenticated principal and an already decoded path `rel`
+    /// (the HTTPS edge decodes once, as PVE does).
+    pub(crate) async fn process_raw(
+        &self,
+        who: &Principal,
+        local_node: &str,
+        method: HttpMethod,
+        rel: &str,
+        params: Vec<(String, String)>,
+    ) -> RawReply {
+        let result = self.process(who, local_node, method, rel, params).await;
+        let mut raw = RawReply::from_result(&result);
+        raw.drop = self.inner.faults.take_drop(method.as_str(), rel);
+        raw
+    }
+
+    /// The request pipeline (see the module documentation for the order); `rel` is the
+    /// decoded path below `/api2/json`.
+    pub(crate) async fn process(
+        &self,
+        who: &Principal,
+        local_node: &str,
+        method: HttpMethod,
+        rel: &str,
+        params: Vec<(String, String)>,
+    ) -> Result<Reply, ApiError> {
+        let latency = self.inner.faults.latency();
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        let schema = Schema::embedded();
+        let not_implemented = || {
+            ApiError::status(
+                501,
+                format!("Method '{} {rel}' not implemented", method.as_str()),
+            )
+        };
+        let (template, path_params) = schema.match_path(method, rel).ok_or_else(not_implemented)?;
+        let route = Route::ALL
+            .iter()
+            .copied()
+            .find(|r| r.method() == method && r.template() == template)
+            .ok_or_else(not_implemented)?;
+        let ms = schema
+            .method(method, &template)
+            .ok_or_else(not_implemented)?;
+
+        let mut merged: BTreeMap<String, String> = path_params.into_iter().collect();
+        for (k, v) in combine(params) {
+            if merged.get(&k).is_some_and(|uri| *uri != v) {
+                return Err(ApiError::param(
+                    k,
+                    "duplicate parameter (already defined in URI) with conflicting values!",
+                ));
+            }
+            merged.insert(k, v);
+        }
+
+        let via_token = match who {
+            Principal::Anonymous { token } => *token,
+            Principal::User(c) => c.tokenid.is_some(),
+        };
+        if via_token && !ms.allowtoken {
+            return Err(ApiError::status(
+                403,
+                format!(
+                    "Permission check failed (URI '{rel}' not available with API token, need \
+                     proper ticket.\n)"
+                ),
+            ));
+        }
+        permission::check(&ms.permissions, route, who, &merged)?;
+
+        if ms.proxyto.as_deref() == Some("node")
+            && let Some(node) = merged.get("node").cloned()
+        {
+            let target = if node == "localhost" {
+                local_node.to_string()
+            } else {
+                node
+            };
+            if target != local_node && !self.inner.cluster.has_node(&target) {
+                return Err(ApiError::internal(format!(
+                    "hostname lookup '{target}' failed - failed to get address info for: \
+                         {target}: Name or service not known"
+                )));
+            }
+            if self.inner.faults.node_down(&target) {
+                tokio::time::sleep(self.scaled(NODE_DOWN_DELAY_SECS)).await;
+                return Err(ApiError::status(NODE_DOWN_STATUS, NODE_DOWN_REASON));
+            }
+            merged.insert("node".into(), target);
+        }
+
+        let list: Vec<(String, String)> = merged.into_iter().collect();
+        let params = schema
+            .validate(method, &template, &list)
+            .map_err(ApiError::params)?;
+        if self.inner.faults.roll_error() {
+            return Err(ApiError::status(503, "Service Unavailable"));
+        }
+        match (route, who) {
+            (Route::AccessTicket, _) => self.inner.auth.login(&params, unix_now()).map(Reply::data),
+            (_, Principal::User(caller)) => {
+                self.inner.cluster.dispatch(route, &params, caller).await
+            }
+            // The permission check refuses anonymous callers everywhere else.
+            (_, Principal::Anonymous { .. }) => Err(ApiError::status(
+                403,
+                "Permission check failed (user != null)",
+            )),
+        }
+    }
+
+    /// Names of all nodes.
+    pub fn node_names(&self) -> Vec<String> {
+        self.inner.cluster.node_names()
+    }
+
+    /// Whether the cluster has this node.
+    pub fn has_node(&self, node: &str) -> bool {
+        self.inner.cluster.has_node(node)
+    }
+
+    /// The raw config file text of a VM (as `/etc/pve/qemu-server/<vmid>.conf`).
+    pub fn vm_config_text(&self, vmid: u32) -> Option<String> {
+        self.inner.cluster.vm_config_text(vmid)
+    }
+
+    /// The node holding a VM's config.
+    pub fn vm_node(&self, vmid: u32) -> Option<String> {
+        self.inner.cluster.vm_node(vmid)
+    }
+
+    /// Whether a VM runs (`None` = no such VM).
+    pub fn vm_running(&self, vmid: u32) -> Option<bool> {
+        self.inner.cluster.vm_running(vmid)
+    }
+
+    /// Power a VM on or off behind the API's back (a crash, a guest shutdown); `false` = no
+    /// such VM.
+    pub fn set_vm_running(&self, vmid: u32, running: bool) -> bool {
+        self.inner.cluster.set_vm_running(vmid, running)
+    }
+
+    /// Put a file on a storage's `snippets` content (as an admin copying a cloud-init file);
+    /// returns its volume id (`local:snippets/<filename>`).
+    pub fn write_snippet(
+        &self,
+        node: &str,
+        storage: &str,
+        filename: &str,
+        content: &str,
+    ) -> Result<String, ApiError> {
+        self.inner
+            .cluster
+            .write_snippet(node, storage, filename, content)
+    }
+}
+
+/// PVE URI-unescapes the path before routing.
+fn decode_path(path: &str) -> String {
+    percent_decode_str(path).decode_utf8_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_parameters_are_nul_joined() {
+        let got = combine(vec![
+            ("a".into(), "1".into()),
+            ("b".into(), "x".into()),
+            ("a".into(), "2".into()),
+        ]);
+        assert_eq!(got["a"], "1\u{0}2");
+        assert_eq!(got["b"], "x");
+    }
+
+    #[test]
+    fn paths_are_percent_decoded() {
+        assert_eq!(
+            decode_path("/nodes/pve1/tasks/UPID%3Apve1%3A0/status"),
+            "/nodes/pve1/tasks/UPID:pve1:0/status"
+        );
+    }
+}
