@@ -305,6 +305,11 @@ impl Sim {
         self.inner.cluster.set_vm_running(vmid, running)
     }
 
+    /// Record the fingerprint of the certificate served for `node` (shown in `/nodes`).
+    pub(crate) fn set_ssl_fingerprint(&self, node: &str, fingerprint: &str) {
+        self.inner.cluster.set_ssl_fingerprint(node, fingerprint);
+    }
+
     /// Put a file on a storage's `snippets` content (as an admin copying a cloud-init file);
     /// returns its volume id (`local:snippets/<filename>`).
     pub fn write_snippet(

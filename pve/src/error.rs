@@ -156,6 +156,14 @@ impl PveError {
         }
     }
 
+    /// The field a value was refused for before sending ([`PveError::Invalid`]).
+    pub fn invalid_field(&self) -> Option<&str> {
+        match self {
+            Self::Invalid { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
     /// Nothing was sent: retrying is safe for every method.
     pub fn is_connect(&self) -> bool {
         matches!(self, Self::Connect { .. })

@@ -586,3 +586,84 @@ async fn refused_and_silent_nodes_are_connect_and_timeout_errors() {
         .await
         .expect("the node answers again");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fingerprint_nodes_reports_is_the_one_to_pin() {
+    let sim = HttpsSim::start(fast()).await;
+    let nodes = sim.token_client("pve1").nodes().await.unwrap();
+    let reported = nodes
+        .iter()
+        .find(|n| n.node == "pve1")
+        .and_then(|n| n.ssl_fingerprint.clone())
+        .unwrap();
+    assert_eq!(reported, sim.fingerprint);
+    let cfg = sim.https_config(
+        "pve1",
+        HttpsAuth::Token {
+            token_file: sim.token_file.clone(),
+        },
+        TlsVerify::PinnedSha256(reported),
+    );
+    Client::new(HttpsBackend::new(cfg).unwrap())
+        .version()
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mute_guest_agent_times_out_and_no_agent_fails_at_once() {
+    let sim = HttpsSim::start(SimConfig {
+        time_scale: 0.01,
+        ..SimConfig::default()
+    })
+    .await;
+    let client = sim.token_client("pve1");
+    clone_linked(&client, 200, "mute").await;
+    let upid = client
+        .vm_start("pve1", 200, &StartOptions::default())
+        .await
+        .unwrap();
+    client
+        .wait_task(&upid, Duration::from_secs(30))
+        .await
+        .unwrap();
+    sim.sim.faults().set_agent_dead(200, true);
+    let err = client
+        .wait_guest_ips("pve1", 200, Duration::from_millis(400))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PveError::Timeout { .. }), "{err}");
+    sim.sim.faults().set_agent_dead(200, false);
+    let ips = client
+        .wait_guest_ips("pve1", 200, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(!ips.is_empty());
+
+    // `agent` is not hot-pluggable: on a running VM its removal would stay pending.
+    let upid = client
+        .vm_stop("pve1", 200, &pve::calls::StopOptions::default())
+        .await
+        .unwrap();
+    client
+        .wait_task(&upid, Duration::from_secs(30))
+        .await
+        .unwrap();
+    client
+        .update_vm("pve1", 200, &ConfigChanges::new().delete(&["agent"]))
+        .await
+        .unwrap();
+    let upid = client
+        .vm_start("pve1", 200, &StartOptions::default())
+        .await
+        .unwrap();
+    client
+        .wait_task(&upid, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let err = client
+        .wait_guest_ips("pve1", 200, Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    assert_eq!(err.message(), Some("No QEMU guest agent configured"));
+}

@@ -221,6 +221,15 @@ impl Cluster {
         true
     }
 
+    /// Record the fingerprint of the certificate `node`'s listener serves (`/nodes` reports
+    /// it as `ssl_fingerprint`, which clients may pin).
+    pub(crate) fn set_ssl_fingerprint(&self, node: &str, fingerprint: &str) {
+        let mut st = self.inner.state();
+        if let Some(n) = st.nodes.iter_mut().find(|n| n.name == node) {
+            n.ssl_fingerprint = Some(fingerprint.to_string());
+        }
+    }
+
     /// Store a snippet file on `storage` (which must hold `snippets` and exist on `node`),
     /// returning its volid `storage:snippets/<filename>`.
     pub(crate) fn write_snippet(

@@ -115,6 +115,7 @@ pub(super) fn node_load(st: &State, node: &Node) -> (u64, f64) {
 }
 
 /// A fake but stable certificate fingerprint of a node.
+/// A stable stand-in fingerprint for a node no listener serves (in-process use).
 fn fingerprint(node: &str) -> String {
     let digest = sha2::Sha256::digest(format!("pve-ssl/{node}").as_bytes());
     digest
@@ -150,7 +151,11 @@ pub(super) fn node_entry(
     o.insert("uptime".into(), Value::from(n.uptime()));
     o.insert("level".into(), Value::from(""));
     if with_fingerprint {
-        o.insert("ssl_fingerprint".into(), Value::from(fingerprint(&n.name)));
+        let fp = n
+            .ssl_fingerprint
+            .clone()
+            .unwrap_or_else(|| fingerprint(&n.name));
+        o.insert("ssl_fingerprint".into(), Value::from(fp));
     }
     o
 }

@@ -24,6 +24,8 @@ pub(super) struct Node {
     pub(super) nodeid: u32,
     /// Unix time the host booted (uptime, process start ticks).
     pub(super) boot_unix: f64,
+    /// SHA-256 fingerprint of the certificate the node's API listener serves, once known.
+    pub(super) ssl_fingerprint: Option<String>,
     next_pid: u32,
 }
 
@@ -43,6 +45,7 @@ impl Node {
             nodeid: i + 1,
             // Hosts have been up a few days, each a little differently.
             boot_unix: now - 3.0 * 86_400.0 - f64::from(i) * 7_919.0,
+            ssl_fingerprint: None,
             next_pid: 4_000 + 1_000 * i,
         }
     }

@@ -93,6 +93,8 @@ impl Server {
             CertSource::Identity(identity) => identity,
         };
         let acceptor = TlsAcceptor::from(identity.server_config()?);
+        self.sim
+            .set_ssl_fingerprint(&node, identity.fingerprint_sha256());
         let addr = self.config.listen;
         let io_err = |source| SimError::Io {
             addr: addr.to_string(),

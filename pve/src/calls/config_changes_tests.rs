@@ -6,10 +6,11 @@ use super::*;
 use crate::props::{AgentType, DiskCache, NetModel};
 
 fn field_of(c: &ConfigChanges) -> String {
-    match c.to_params().unwrap_err() {
-        PveError::Invalid { field, .. } => field,
-        other => panic!("not Invalid: {other}"),
-    }
+    c.to_params()
+        .unwrap_err()
+        .invalid_field()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("not Invalid"))
 }
 
 #[test]

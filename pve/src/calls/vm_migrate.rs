@@ -154,10 +154,10 @@ mod tests {
     use super::*;
 
     fn field_of(r: Result<ApiRequest, PveError>) -> String {
-        match r.unwrap_err() {
-            PveError::Invalid { field, .. } => field,
-            other => panic!("not Invalid: {other}"),
-        }
+        r.unwrap_err()
+            .invalid_field()
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("not Invalid"))
     }
 
     #[test]

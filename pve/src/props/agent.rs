@@ -45,15 +45,7 @@ impl AgentConfig {
 
     /// The validated property string.
     pub fn to_property_string(&self) -> Result<String, PveError> {
-        for (k, v) in &self.extra {
-            if is_known_key(k) {
-                return Err(invalid(
-                    k.as_str(),
-                    "is a modelled key; set the field instead of extra",
-                ));
-            }
-            kv::check_extra("agent", k, v)?;
-        }
+        kv::check_extras("agent", &self.extra, is_known_key)?;
         let mut w = kv::Writer::default();
         w.bare(if self.enabled { "1" } else { "0" });
         w.flag("freeze-fs-on-backup", self.freeze_fs);
@@ -119,10 +111,9 @@ mod tests {
     use super::*;
 
     fn field_of(e: PveError) -> String {
-        match e {
-            PveError::Invalid { field, .. } => field,
-            other => panic!("not Invalid: {other}"),
-        }
+        e.invalid_field()
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("not Invalid"))
     }
 
     #[test]

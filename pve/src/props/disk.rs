@@ -316,15 +316,7 @@ impl Disk {
                 check_volume_id("import-from", src)?;
             }
         }
-        for (k, v) in &self.extra {
-            if is_known_key(k) {
-                return Err(invalid(
-                    k.as_str(),
-                    "is a modelled key; set the field instead of extra",
-                ));
-            }
-            kv::check_extra("disk", k, v)?;
-        }
+        kv::check_extras("disk", &self.extra, is_known_key)?;
         Ok(())
     }
 
@@ -428,10 +420,9 @@ mod tests {
     const G: u64 = 1 << 30;
 
     fn field_of(e: PveError) -> String {
-        match e {
-            PveError::Invalid { field, .. } => field,
-            other => panic!("not Invalid: {other}"),
-        }
+        e.invalid_field()
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("not Invalid"))
     }
 
     #[test]

@@ -191,10 +191,9 @@ mod tests {
     use super::*;
 
     fn field_of(e: PveError) -> String {
-        match e {
-            PveError::Invalid { field, .. } => field,
-            other => panic!("not Invalid: {other}"),
-        }
+        e.invalid_field()
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("not Invalid"))
     }
 
     #[test]

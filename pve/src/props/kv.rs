@@ -127,6 +127,25 @@ pub(crate) fn check_extra(field: &str, key: &str, value: &str) -> Result<(), Pve
     check_plain(&format!("{field}.{key}"), value)
 }
 
+/// Check the unmodelled sub-keys kept in a property's `extra`: none may be one the type
+/// models as a field (`is_known`), and each must be a well-formed key with a plain value.
+pub(crate) fn check_extras(
+    field: &str,
+    extra: &[(String, String)],
+    is_known: impl Fn(&str) -> bool,
+) -> Result<(), PveError> {
+    for (k, v) in extra {
+        if is_known(k) {
+            return Err(invalid(
+                k.as_str(),
+                "is a modelled key; set the field instead of extra",
+            ));
+        }
+        check_extra(field, k, v)?;
+    }
+    Ok(())
+}
+
 /// Builds `head,key=value,...`: leading parts in the order given, then the keyed parts sorted
 /// by key, as `PVE::JSONSchema::print_property_string` orders them.
 #[derive(Debug, Default)]

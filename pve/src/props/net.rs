@@ -148,15 +148,7 @@ impl NetDevice {
         if let Some(t) = &self.trunks {
             check_trunks(t)?;
         }
-        for (k, v) in &self.extra {
-            if is_known_key(k) {
-                return Err(invalid(
-                    k.as_str(),
-                    "is a modelled key; set the field instead of extra",
-                ));
-            }
-            kv::check_extra("net", k, v)?;
-        }
+        kv::check_extras("net", &self.extra, is_known_key)?;
         Ok(())
     }
 
@@ -280,10 +272,9 @@ mod tests {
     }
 
     fn field_of(e: PveError) -> String {
-        match e {
-            PveError::Invalid { field, .. } => field,
-            other => panic!("not Invalid: {other}"),
-        }
+        e.invalid_field()
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("not Invalid"))
     }
 
     #[test]
