@@ -1,0 +1,1 @@
+//! raft (being built)
