@@ -1,1 +1,131 @@
-//! (being built)
+//! The admin API (ALPN `pvefleet-admin/1`): what the `pvefleet` CLI asks a coordinator. Each
+//! request names its reply through [`Rpc`](crate::Rpc); refusals (bad spec, not found, not
+//! leader...) travel as the transport's typed remote errors, so only successes are modelled here.
+//!
+//! Writes are forwarded to the leader; reads are linearizable unless they ask for
+//! [`ReadMode::Stale`].
+
+mod cluster;
+mod resources;
+mod tokens;
+mod vm;
+
+use serde::{Deserialize, Serialize};
+
+pub use cluster::{
+    ClusterStatus, ClusterStatusReply, FleetGet, HostList, HostListReply, MemberList,
+    MemberListReply, MemberRemove, MemberStatus, SettingsGet, SettingsPut, SettingsReply,
+};
+pub use resources::{
+    AllocateIp, AllocateIpReply, PoolApply, PoolDelete, PoolList, PoolListReply, VipApply,
+    VipDelete, VipList, VipListReply, VmidRangeApply, VmidRangeDelete, VmidRangeList,
+    VmidRangeListReply,
+};
+pub use tokens::{
+    Events, EventsReply, TokenCreate, TokenCreateReply, TokenList, TokenListReply, TokenRevoke,
+};
+pub use vm::{
+    AllocateVmid, AllocateVmidReply, VmApply, VmApplyReply, VmDelete, VmDeleteReply, VmGet, VmList,
+    VmListReply,
+};
+
+/// How fresh a read must be.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadMode {
+    /// Confirmed with a quorum through the leader: sees every acknowledged write.
+    #[default]
+    Linearizable,
+    /// The answering member's local state, possibly behind (works without a quorum).
+    Stale,
+}
+
+/// What an apply did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApplyOutcome {
+    /// Nothing by that name existed: it was created.
+    Created,
+    /// It existed and differed: it was replaced.
+    Updated,
+    /// It existed and was identical: nothing was written.
+    Unchanged,
+}
+
+impl ApplyOutcome {
+    /// The lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApplyOutcome::Created => "created",
+            ApplyOutcome::Updated => "updated",
+            ApplyOutcome::Unchanged => "unchanged",
+        }
+    }
+}
+
+impl std::fmt::Display for ApplyOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The reply of an apply without a generation (pools, ranges, VIPs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyReply {
+    /// What the apply did.
+    pub outcome: ApplyOutcome,
+}
+
+/// The reply of a request that succeeded with nothing to report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Done {}
+
+/// Every admin method name, for uniqueness checks and routing tables.
+pub const METHODS: &[&str] = &[
+    <ClusterStatus as crate::Rpc>::METHOD,
+    <MemberList as crate::Rpc>::METHOD,
+    <MemberRemove as crate::Rpc>::METHOD,
+    <HostList as crate::Rpc>::METHOD,
+    <SettingsGet as crate::Rpc>::METHOD,
+    <SettingsPut as crate::Rpc>::METHOD,
+    <FleetGet as crate::Rpc>::METHOD,
+    <VmApply as crate::Rpc>::METHOD,
+    <VmList as crate::Rpc>::METHOD,
+    <VmGet as crate::Rpc>::METHOD,
+    <VmDelete as crate::Rpc>::METHOD,
+    <AllocateVmid as crate::Rpc>::METHOD,
+    <PoolApply as crate::Rpc>::METHOD,
+    <PoolList as crate::Rpc>::METHOD,
+    <PoolDelete as crate::Rpc>::METHOD,
+    <AllocateIp as crate::Rpc>::METHOD,
+    <VmidRangeApply as crate::Rpc>::METHOD,
+    <VmidRangeList as crate::Rpc>::METHOD,
+    <VmidRangeDelete as crate::Rpc>::METHOD,
+    <VipApply as crate::Rpc>::METHOD,
+    <VipList as crate::Rpc>::METHOD,
+    <VipDelete as crate::Rpc>::METHOD,
+    <TokenCreate as crate::Rpc>::METHOD,
+    <TokenList as crate::Rpc>::METHOD,
+    <TokenRevoke as crate::Rpc>::METHOD,
+    <Events as crate::Rpc>::METHOD,
+];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn admin_method_names_are_unique_and_namespaced() {
+        let unique: BTreeSet<_> = METHODS.iter().collect();
+        assert_eq!(
+            unique.len(),
+            METHODS.len(),
+            "duplicate METHOD in {METHODS:?}"
+        );
+        for m in METHODS {
+            assert!(m.starts_with("admin."), "{m} lacks the admin. prefix");
+        }
+    }
+}

@@ -1,1 +1,31 @@
-//! (being built)
+//! The replicated fleet model: what every coordinator member holds in its Raft state machine
+//! (ARCHITECTURE.md §2) and what the CLI reads back. Times are Unix milliseconds taken by the
+//! proposer and carried inside commands, so applying a command never reads a clock.
+//!
+//! ```text
+//!  operator specs ──▶ VmRecord.spec (+ generation)      members, hosts, settings
+//!  allocation     ──▶ VmidRange / IpPool allocations ──▶ VmRecord.assignment
+//!  agents         ──▶ VmRecord.status                    tokens, VIPs, events
+//! ```
+//!
+//! These types are bincode-encoded through Raft: plain structs and externally tagged enums only.
+
+mod alloc;
+mod cluster;
+mod event;
+mod token;
+mod view;
+mod vm;
+
+pub use alloc::{AllocationOwner, IpAllocation, IpPool, Vip, VmidAllocation, VmidRange};
+pub use cluster::{
+    Capacity, Host, HostState, Member, MemberRole, Settings, validate_host, validate_member_addr,
+    validate_settings,
+};
+pub use event::{Event, EventKind, EventLevel};
+pub use token::{StoredToken, TokenRefusal, TokenView, validate_token_record};
+pub use view::FleetView;
+pub use vm::{Assignment, Condition, ConditionKind, NicAddress, VmPhase, VmRecord, VmStatus};
+
+/// A point in time: milliseconds since the Unix epoch (UTC).
+pub type UnixMillis = u64;

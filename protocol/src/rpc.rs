@@ -2,8 +2,8 @@
 //! request and decode the wrong answer (`impl Rpc for Heartbeat { type Response = HeartbeatAck; }`).
 //! `transport` carries any `Rpc` over QUIC; this crate only declares the pairs.
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// A request with its response type and a stable method name.
 pub trait Rpc: Serialize + DeserializeOwned + Send + Sync + 'static {

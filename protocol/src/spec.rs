@@ -1,1 +1,200 @@
-//! (being built)
+//! What an operator declares: a VM (`pvefleet vm apply -f FILE`, created or updated by name) and
+//! the fleet resources VMs draw from (IP pools, VMID ranges, VIPs).
+//!
+//! These types are read from TOML, so they refuse unknown keys (a typo fails loudly), and they
+//! also travel through Raft as bincode, so they use only plain structs and externally tagged
+//! enums. Closed sets (BIOS, NIC model, ...) are enums: TOML parsing already names the allowed
+//! values. Everything else is checked by [`validate_spec`], which names the field, the value and
+//! what is allowed.
+//!
+//! ```toml
+//! [[vm]]
+//! name = "web-1"
+//! cores = 2
+//! memory_mib = 2048
+//! template = { name = "debian-12", clone = "linked" }
+//! disks = [{ slot = "scsi0", size_gib = 20 }]
+//! nics = [{ bridge = "vmbr0", vlan = 20, ip = { pool = "lan" } }]
+//! cloud_init = { user = "ops", ssh_keys = ["ssh-ed25519 AAAAC3Nz... ops@laptop"] }
+//! ```
+
+mod cidr;
+mod infra;
+pub(crate) mod rules;
+pub(crate) mod validate;
+mod vm_parts;
+
+#[cfg(test)]
+mod infra_tests;
+#[cfg(test)]
+mod validate_tests;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use cidr::{Cidr, CidrError, ip_to_u128, next_ip};
+pub use infra::{
+    IpPoolSpec, PoolBounds, VipSpec, VmidRangeSpec, validate_ip_pool, validate_vip,
+    validate_vmid_range,
+};
+pub use validate::{SpecError, validate_spec};
+pub use vm_parts::{
+    Bios, CloneMode, CloudInitSpec, DesiredState, DiskCache, DiskOptions, DiskSpec, NicIp,
+    NicModel, NicSpec, OsType, Placement, RestartPolicy, ScsiController, TemplateSpec,
+};
+
+/// One VM as the operator wants it. The name is the VM's identity in the fleet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmSpec {
+    /// The VM's name: a DNS label, unique in the fleet (also the PVE VM name).
+    pub name: String,
+    /// Free text shown in PVE's notes (the agent appends a managed-notes block).
+    #[serde(default)]
+    pub description: String,
+    /// PVE tags (the agent adds the fleet's ownership tag).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Cores per socket.
+    #[serde(default = "one")]
+    pub cores: u32,
+    /// CPU sockets.
+    #[serde(default = "one")]
+    pub sockets: u32,
+    /// Memory in MiB (PVE `memory`).
+    pub memory_mib: u64,
+    /// Minimum memory for the balloon device in MiB; `0` disables ballooning; absent leaves
+    /// PVE's default (balloon up to `memory_mib`).
+    #[serde(default)]
+    pub balloon_mib: Option<u64>,
+    /// QEMU CPU model (PVE `cpu`), e.g. `host`, `x86-64-v2-AES`; absent = PVE's default.
+    #[serde(default)]
+    pub cpu: Option<String>,
+    /// QEMU machine type (PVE `machine`), e.g. `q35`, `pc-i440fx-9.0`.
+    #[serde(default)]
+    pub machine: Option<String>,
+    /// Firmware.
+    #[serde(default)]
+    pub bios: Option<Bios>,
+    /// SCSI controller model.
+    #[serde(default)]
+    pub scsihw: Option<ScsiController>,
+    /// Guest OS type (PVE `ostype`), which tunes PVE's defaults for the guest.
+    #[serde(default)]
+    pub ostype: Option<OsType>,
+    /// Clone from this template; absent = create from scratch with [`VmSpec::disks`].
+    #[serde(default)]
+    pub template: Option<TemplateSpec>,
+    /// Disks: added from scratch, or (for a clone) grown or added beside the template's disks.
+    #[serde(default)]
+    pub disks: Vec<DiskSpec>,
+    /// Network interfaces, `net0` first.
+    #[serde(default)]
+    pub nics: Vec<NicSpec>,
+    /// Cloud-init settings; needed for any NIC `ip`.
+    #[serde(default)]
+    pub cloud_init: Option<CloudInitSpec>,
+    /// Enable the QEMU guest agent (used to report IPs and for clean shutdowns).
+    #[serde(default)]
+    pub agent: bool,
+    /// Start the VM when its host boots (PVE `onboot`).
+    #[serde(default)]
+    pub onboot: bool,
+    /// PVE `protection`: refuse removal of the VM and its disks.
+    #[serde(default)]
+    pub protection: bool,
+    /// Running or stopped.
+    #[serde(default)]
+    pub state: DesiredState,
+    /// Whether a change that needs a reboot may restart the VM.
+    #[serde(default)]
+    pub restart: RestartPolicy,
+    /// Where the VM may be placed.
+    #[serde(default)]
+    pub placement: Placement,
+    /// Recover the VM on another host when its host is lost (after fencing).
+    #[serde(default)]
+    pub ha: bool,
+    /// The VMID range to allocate from; absent = the fleet's default range.
+    #[serde(default)]
+    pub vmid_range: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl VmSpec {
+    /// A spec with only the required fields and every default: useful to build specs in code.
+    pub fn new(name: impl Into<String>, memory_mib: u64) -> VmSpec {
+        VmSpec {
+            name: name.into(),
+            description: String::new(),
+            tags: Vec::new(),
+            cores: 1,
+            sockets: 1,
+            memory_mib,
+            balloon_mib: None,
+            cpu: None,
+            machine: None,
+            bios: None,
+            scsihw: None,
+            ostype: None,
+            template: None,
+            disks: Vec::new(),
+            nics: Vec::new(),
+            cloud_init: None,
+            agent: false,
+            onboot: false,
+            protection: false,
+            state: DesiredState::default(),
+            restart: RestartPolicy::default(),
+            placement: Placement::default(),
+            ha: false,
+            vmid_range: None,
+        }
+    }
+
+    /// The names of the IP pools this VM's NICs draw from, with the NIC index.
+    pub fn pool_nics(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.nics
+            .iter()
+            .enumerate()
+            .filter_map(|(i, nic)| match &nic.ip {
+                Some(NicIp::Pool(pool)) => Some((i, pool.as_str())),
+                _ => None,
+            })
+    }
+}
+
+/// A file of VM specs: `[[vm]]` tables.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmSpecFile {
+    /// The VMs, in file order.
+    #[serde(default)]
+    pub vm: Vec<VmSpec>,
+}
+
+/// A whole fleet in one file: VMs and the resources they use (`[[vm]]`, `[[pool]]`,
+/// `[[vmid_range]]`, `[[vip]]`). Every section is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSpecFile {
+    /// IP pools.
+    #[serde(default)]
+    pub pool: Vec<IpPoolSpec>,
+    /// VMID ranges.
+    #[serde(default)]
+    pub vmid_range: Vec<VmidRangeSpec>,
+    /// Virtual IPs.
+    #[serde(default)]
+    pub vip: Vec<VipSpec>,
+    /// VMs.
+    #[serde(default)]
+    pub vm: Vec<VmSpec>,
+}
+
+/// Labels a host carries and a VM may require (`zone = "a"`).
+pub type Labels = BTreeMap<String, String>;

@@ -1,1 +1,14 @@
-//! raft (being built)
+//! openraft 0.9 building blocks for the pvefleet coordinators: the type configuration, the
+//! replicated [`Machine`] trait, a sled store (log, vote, snapshots) with openraft's durability
+//! contract, the recommended [`config::default_config`], and the Raft network over `transport`.
+
+pub mod config;
+pub mod error;
+pub mod machine;
+pub mod network;
+pub mod store;
+pub mod types;
+
+pub use error::RaftStoreError;
+pub use machine::Machine;
+pub use types::{Command, MemberNode, NodeId, Reply, TypeConfig};

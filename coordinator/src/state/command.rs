@@ -1,0 +1,375 @@
+//! What can change the fleet state: every [`Command`] is proposed through Raft, applied by
+//! every member in log order, and answered with a [`CommandReply`].
+//!
+//! Commands and replies are bincode-encoded in the Raft log, where bincode names enum variants
+//! by position: add new variants at the end only, never reorder or remove one.
+
+use std::net::IpAddr;
+
+use protocol::NodeId;
+use protocol::admin::ApplyOutcome;
+use protocol::fleet::{
+    Capacity, EventKind, EventLevel, HostState, Member, NicAddress, Settings, StoredToken,
+    TokenRefusal, UnixMillis, VmStatus,
+};
+use protocol::spec::{IpPoolSpec, Labels, SpecError, VipSpec, VmSpec, VmidRangeSpec};
+use serde::{Deserialize, Serialize};
+
+/// A change to the fleet state. Times (`now`) are the proposer's clock: applying never reads one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Command {
+    /// Create or update a VM spec by name (validated; the generation grows only on a change).
+    PutVm {
+        /// The spec (boxed: it dwarfs every other command).
+        spec: Box<VmSpec>,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Delete a VM spec: removed at once if it holds no VMID or address, otherwise marked
+    /// `deleting` until [`Command::ReleaseVm`].
+    DeleteVm {
+        /// The VM's name.
+        name: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// The VM of a `deleting` record is gone from its host: release its VMID and addresses and
+    /// drop the record.
+    ReleaseVm {
+        /// The VM's name.
+        name: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Place a VM on a host (or unplace it with `None`), if its current host is `expected`.
+    ScheduleVm {
+        /// The VM's name.
+        name: String,
+        /// The new host.
+        host: Option<NodeId>,
+        /// The host the proposer saw; the command is refused if it changed since.
+        expected: Option<NodeId>,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Record what the agents observed about a VM.
+    SetVmStatus {
+        /// The VM's name.
+        name: String,
+        /// The observed status.
+        status: VmStatus,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Give a VM its VMID (lowest free of its range); answers the same VMID if it has one.
+    AllocateVmid {
+        /// The VM's name.
+        vm: String,
+        /// VMIDs known to be taken on the hosts (by VMs outside the fleet): skipped.
+        avoid: Vec<u32>,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Give every NIC of a VM drawing from a pool an address, all or none; answers the VM's
+    /// current addresses.
+    AllocateIps {
+        /// The VM's name.
+        vm: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Release a VM's addresses its spec no longer wants (after its guest was reconfigured).
+    ReleaseStaleIps {
+        /// The VM's name.
+        vm: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Allocate one address from a pool to an external owner.
+    AllocateIp {
+        /// The pool's name.
+        pool: String,
+        /// The holder (free text).
+        owner: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Release an externally held address.
+    ReleaseIp {
+        /// The pool's name.
+        pool: String,
+        /// The address.
+        address: IpAddr,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Create or update an IP pool.
+    PutPool {
+        /// The pool.
+        spec: IpPoolSpec,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Delete an unused IP pool.
+    DeletePool {
+        /// The pool's name.
+        name: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Create or update a VMID range.
+    PutVmidRange {
+        /// The range.
+        spec: VmidRangeSpec,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Delete an unused VMID range.
+    DeleteVmidRange {
+        /// The range's name.
+        name: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Create or update a VIP.
+    PutVip {
+        /// The VIP.
+        spec: VipSpec,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Delete a VIP.
+    DeleteVip {
+        /// The VIP's name.
+        name: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Hand a VIP to a host (or to nobody), if its epoch is still `expected_epoch`.
+    SetVipOwner {
+        /// The VIP's name.
+        name: String,
+        /// The new holder.
+        owner: Option<NodeId>,
+        /// The epoch the proposer saw.
+        expected_epoch: u64,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Store a new join token's record (its `created_at` is the proposal time).
+    AddTokenRecord {
+        /// The record.
+        record: StoredToken,
+    },
+    /// Consume one use of a join token whose secret hashes to `secret_sha256`, and assign the
+    /// joining node its id.
+    UseToken {
+        /// The token's id.
+        id: String,
+        /// SHA-256 of the presented secret, hex.
+        secret_sha256: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Revoke a join token.
+    RevokeToken {
+        /// The token's id.
+        id: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Register (or refresh) a PVE host.
+    RegisterHost {
+        /// The agent's node id.
+        id: NodeId,
+        /// The PVE node name.
+        name: String,
+        /// Host labels.
+        labels: Labels,
+        /// Capacity.
+        capacity: Capacity,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Move a host to another lifecycle state.
+    SetHostState {
+        /// The host's id.
+        id: NodeId,
+        /// The new state.
+        state: HostState,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Record a coordinator member (or change its address or role).
+    AddMember {
+        /// The member.
+        member: Member,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Forget a coordinator member; its id is refused from then on.
+    RemoveMember {
+        /// The member's id.
+        id: NodeId,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Replace the cluster settings.
+    PutSettings {
+        /// The settings.
+        settings: Settings,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Append an event from a controller (reconciler, scheduler...).
+    RecordEvent {
+        /// Routine or warning.
+        level: EventLevel,
+        /// Kind of subject.
+        kind: EventKind,
+        /// The subject's name or id.
+        subject: String,
+        /// What happened.
+        message: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+}
+
+/// The answer to an applied command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CommandReply {
+    /// Applied; nothing to report.
+    Done,
+    /// A VM spec was applied.
+    VmApplied {
+        /// Created, updated or unchanged.
+        outcome: ApplyOutcome,
+        /// The generation after the apply.
+        generation: u64,
+    },
+    /// A VM delete was accepted.
+    VmDeleted {
+        /// Removed at once (`true`) or marked for deletion (`false`).
+        removed: bool,
+    },
+    /// The VM's VMID.
+    Vmid {
+        /// The VMID.
+        vmid: u32,
+        /// The range it belongs to.
+        range: String,
+    },
+    /// The VM's current pool addresses.
+    Ips {
+        /// One per NIC drawing from a pool.
+        addresses: Vec<NicAddress>,
+    },
+    /// An address allocated to an external owner.
+    Ip {
+        /// The address.
+        address: IpAddr,
+        /// The pool's prefix length.
+        prefix_len: u8,
+        /// The pool's gateway.
+        gateway: Option<IpAddr>,
+    },
+    /// A pool, range, VIP or the settings were applied.
+    Applied {
+        /// Created, updated or unchanged.
+        outcome: ApplyOutcome,
+    },
+    /// A VIP's holder after [`Command::SetVipOwner`].
+    VipOwner {
+        /// The holder.
+        owner: Option<NodeId>,
+        /// The new epoch.
+        epoch: u64,
+    },
+    /// A join token was accepted and one use consumed.
+    TokenAccepted {
+        /// The record after the use.
+        record: StoredToken,
+        /// The id assigned to the joining node (never used before).
+        node_id: NodeId,
+    },
+    /// Refused: the state is unchanged.
+    Refused(StateError),
+}
+
+impl CommandReply {
+    /// The reply as a `Result`, a refusal as the error.
+    pub fn into_result(self) -> Result<CommandReply, StateError> {
+        match self {
+            CommandReply::Refused(e) => Err(e),
+            other => Ok(other),
+        }
+    }
+}
+
+/// Why a command was refused (the state is unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum StateError {
+    /// A field is invalid or names something that does not exist.
+    #[error("invalid: {0}")]
+    Invalid(SpecError),
+    /// The object does not exist.
+    #[error("{kind} {name:?} not found")]
+    NotFound {
+        /// What kind of object.
+        kind: EventKind,
+        /// Its name or id.
+        name: String,
+    },
+    /// The command contradicts the current state.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// No free VMID left in the range.
+    #[error(
+        "VMID range {range:?} is exhausted: every VMID {start}-{end} ({size}) is allocated or \
+         in use on a host (widen the range or add one)"
+    )]
+    VmidsExhausted {
+        /// The range's name.
+        range: String,
+        /// First VMID.
+        start: u32,
+        /// Last VMID.
+        end: u32,
+        /// How many VMIDs the range has.
+        size: u64,
+    },
+    /// No free address left.
+    #[error(
+        "IP pool {pool:?} is exhausted: every address {start}-{end} is allocated \
+         (widen the pool's range or add a pool)"
+    )]
+    IpsExhausted {
+        /// The pool's name.
+        pool: String,
+        /// First address of the range.
+        start: IpAddr,
+        /// Last address of the range.
+        end: IpAddr,
+    },
+    /// A join token was refused.
+    #[error("{0}")]
+    Token(TokenRefusal),
+    /// The entry was applied before (a replay): nothing was done again.
+    #[error("log entry {index} was already applied (last applied {last_applied})")]
+    AlreadyApplied {
+        /// The entry's index.
+        index: u64,
+        /// The last index applied.
+        last_applied: u64,
+    },
+    /// The command bytes could not be decoded.
+    #[error("undecodable command: {0}")]
+    Undecodable(String),
+}
+
+impl From<SpecError> for StateError {
+    fn from(e: SpecError) -> StateError {
+        StateError::Invalid(e)
+    }
+}

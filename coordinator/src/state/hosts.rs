@@ -1,0 +1,194 @@
+//! Hosts, coordinator members and settings: registration and lifecycle, bookkeeping of the Raft
+//! members (the membership itself is openraft's), and the node ids nobody may reuse.
+
+use protocol::NodeId;
+use protocol::admin::ApplyOutcome;
+use protocol::fleet::{
+    Capacity, EventKind, EventLevel, Host, HostState, Member, Settings, UnixMillis, validate_host,
+    validate_member_addr, validate_settings,
+};
+use protocol::spec::{Labels, SpecError};
+
+use super::vms::{defined, not_found};
+use super::{CommandReply, FleetState, StateError};
+
+impl FleetState {
+    /// A node id never handed out before.
+    pub(super) fn allocate_node_id(&mut self) -> NodeId {
+        let id = self.next_node_id.max(1);
+        self.next_node_id = id.saturating_add(1);
+        id
+    }
+
+    /// Keeps ids created outside the allocator (the first member) from being handed out.
+    fn note_node_id(&mut self, id: NodeId) {
+        self.next_node_id = self.next_node_id.max(id.saturating_add(1));
+    }
+
+    fn refuse_revoked(&self, id: NodeId) -> Result<(), StateError> {
+        if self.revoked_nodes.contains(&id) {
+            return Err(StateError::Conflict(format!(
+                "node {id} was removed: its id and certificate are refused for good"
+            )));
+        }
+        Ok(())
+    }
+
+    pub(super) fn register_host(
+        &mut self,
+        id: NodeId,
+        name: String,
+        labels: Labels,
+        capacity: Capacity,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        self.refuse_revoked(id)?;
+        validate_host(&name, &labels)?;
+        if let Some(other) = self.host_by_name(&name).filter(|h| h.id != id) {
+            return Err(StateError::Conflict(format!(
+                "host name {name} is already used by host {}",
+                other.id
+            )));
+        }
+        self.note_node_id(id);
+        let message = match self.hosts.get_mut(&id) {
+            Some(h) if h.name == name && h.labels == labels && h.capacity == capacity => {
+                return Ok(CommandReply::Done);
+            }
+            Some(h) => {
+                h.name = name.clone();
+                h.labels = labels;
+                h.capacity = capacity;
+                "registration updated".to_string()
+            }
+            None => {
+                self.hosts.insert(
+                    id,
+                    Host {
+                        id,
+                        name: name.clone(),
+                        labels,
+                        capacity,
+                        state: HostState::Joining,
+                        registered_at: now,
+                        state_since: now,
+                    },
+                );
+                "registered".to_string()
+            }
+        };
+        self.info(
+            now,
+            EventKind::Host,
+            format!("{name} ({id})"),
+            format!(
+                "{message}: {} CPUs, {} MiB",
+                capacity.cpus, capacity.memory_mib
+            ),
+        );
+        Ok(CommandReply::Done)
+    }
+
+    pub(super) fn set_host_state(
+        &mut self,
+        id: NodeId,
+        state: HostState,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        let host = self
+            .hosts
+            .get_mut(&id)
+            .ok_or_else(|| not_found(EventKind::Host, id.to_string()))?;
+        if host.state == HostState::Removed {
+            return Err(StateError::Conflict(format!(
+                "host {} ({id}) was removed",
+                host.name
+            )));
+        }
+        if host.state == state {
+            return Ok(CommandReply::Done);
+        }
+        let from = host.state;
+        host.state = state;
+        host.state_since = now;
+        let subject = format!("{} ({id})", host.name);
+        if state == HostState::Removed {
+            self.revoked_nodes.insert(id);
+        }
+        let level = match state {
+            HostState::Unreachable | HostState::Fenced => EventLevel::Warning,
+            _ => EventLevel::Info,
+        };
+        self.events.push(
+            now,
+            level,
+            EventKind::Host,
+            subject,
+            format!("{from} -> {state}"),
+        );
+        Ok(CommandReply::Done)
+    }
+
+    pub(super) fn add_member(
+        &mut self,
+        member: Member,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        self.refuse_revoked(member.id)?;
+        validate_member_addr(&member.addr)?;
+        self.note_node_id(member.id);
+        if self.members.get(&member.id) == Some(&member) {
+            return Ok(CommandReply::Done);
+        }
+        let message = format!("{} at {}", member.role, member.addr);
+        self.members.insert(member.id, member.clone());
+        self.info(now, EventKind::Member, member.id.to_string(), message);
+        Ok(CommandReply::Done)
+    }
+
+    pub(super) fn remove_member(
+        &mut self,
+        id: NodeId,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        if self.members.remove(&id).is_none() {
+            return Err(not_found(EventKind::Member, id.to_string()));
+        }
+        self.revoked_nodes.insert(id);
+        self.info(
+            now,
+            EventKind::Member,
+            id.to_string(),
+            "removed; its certificate is refused from now on",
+        );
+        Ok(CommandReply::Done)
+    }
+
+    pub(super) fn put_settings(
+        &mut self,
+        settings: Settings,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        validate_settings(&settings)?;
+        if let Some(range) = &settings.default_vmid_range
+            && !self.vmid_ranges.contains_key(range)
+        {
+            return Err(SpecError::text(
+                "default_vmid_range",
+                range,
+                defined("VMID range", self.vmid_ranges.keys()),
+            )
+            .into());
+        }
+        if self.settings == settings {
+            return Ok(CommandReply::Applied {
+                outcome: ApplyOutcome::Unchanged,
+            });
+        }
+        self.settings = settings;
+        self.info(now, EventKind::Settings, "settings", "updated");
+        Ok(CommandReply::Applied {
+            outcome: ApplyOutcome::Updated,
+        })
+    }
+}

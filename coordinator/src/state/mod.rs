@@ -1,0 +1,166 @@
+//! The fleet state machine: all replicated state ([`FleetState`]), the commands that change it
+//! ([`Command`]) and their replies, applied in Raft log order by every member.
+//!
+//! ```text
+//!  admin / controllers ──Command──▶ encode_command ──▶ Raft log ──▶ FleetState::apply ──▶ CommandReply
+//!                                                                   │
+//!                                       snapshots: encode_snapshot ◀┘ (format byte + bincode)
+//! ```
+//!
+//! `apply` is deterministic: no clock (times come inside commands), no randomness, no I/O, and
+//! only ordered maps, so every member computes the same state and the same replies. VMIDs and
+//! addresses are allocated here, which makes them unique however many members propose at once.
+
+mod apply;
+mod audit;
+mod codec;
+mod command;
+mod events;
+mod hosts;
+mod ips;
+mod machine;
+mod spec_file;
+mod tokens;
+mod vips;
+mod vmids;
+mod vms;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use protocol::NodeId;
+use protocol::fleet::{
+    Event, FleetView, Host, IpPool, Member, Settings, StoredToken, Vip, VmRecord, VmidRange,
+};
+use serde::{Deserialize, Serialize};
+
+pub use codec::{
+    COMMAND_FORMAT, CodecError, SNAPSHOT_FORMAT, decode_command, decode_reply, decode_snapshot,
+    encode_command, encode_reply, encode_snapshot,
+};
+pub use command::{Command, CommandReply, StateError};
+pub use events::EVENT_LOG_CAPACITY;
+pub use spec_file::{SpecFileError, parse_fleet_file, parse_vm_file};
+
+use events::EventLog;
+
+/// Everything the coordinators replicate. Changed only through [`FleetState::apply`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetState {
+    /// Index of the last log entry applied (`None` before the first).
+    last_applied: Option<u64>,
+    settings: Settings,
+    members: BTreeMap<NodeId, Member>,
+    hosts: BTreeMap<NodeId, Host>,
+    /// Ids of removed members and hosts: their certificates are refused, the ids never reused.
+    revoked_nodes: BTreeSet<NodeId>,
+    /// The next id handed to a joining node (ids only grow).
+    next_node_id: NodeId,
+    vms: BTreeMap<String, VmRecord>,
+    vmid_ranges: BTreeMap<String, VmidRange>,
+    ip_pools: BTreeMap<String, IpPool>,
+    vips: BTreeMap<String, Vip>,
+    tokens: BTreeMap<String, StoredToken>,
+    events: EventLog,
+}
+
+impl FleetState {
+    /// An empty fleet.
+    pub fn new() -> FleetState {
+        FleetState::default()
+    }
+
+    /// Index of the last log entry applied.
+    pub fn last_applied(&self) -> Option<u64> {
+        self.last_applied
+    }
+
+    /// The cluster settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Recorded coordinator members, by id.
+    pub fn members(&self) -> &BTreeMap<NodeId, Member> {
+        &self.members
+    }
+
+    /// Hosts, by id.
+    pub fn hosts(&self) -> &BTreeMap<NodeId, Host> {
+        &self.hosts
+    }
+
+    /// The host with this PVE node name (removed hosts excluded).
+    pub fn host_by_name(&self, name: &str) -> Option<&Host> {
+        self.hosts.values().find(|h| {
+            h.name.eq_ignore_ascii_case(name) && h.state != protocol::fleet::HostState::Removed
+        })
+    }
+
+    /// Whether `id` belonged to a removed member or host: its certificate must be refused.
+    pub fn is_node_revoked(&self, id: NodeId) -> bool {
+        self.revoked_nodes.contains(&id)
+    }
+
+    /// VMs, by name.
+    pub fn vms(&self) -> &BTreeMap<String, VmRecord> {
+        &self.vms
+    }
+
+    /// One VM.
+    pub fn vm(&self, name: &str) -> Option<&VmRecord> {
+        self.vms.get(name)
+    }
+
+    /// VMID ranges, by name.
+    pub fn vmid_ranges(&self) -> &BTreeMap<String, VmidRange> {
+        &self.vmid_ranges
+    }
+
+    /// IP pools, by name.
+    pub fn ip_pools(&self) -> &BTreeMap<String, IpPool> {
+        &self.ip_pools
+    }
+
+    /// VIPs, by name.
+    pub fn vips(&self) -> &BTreeMap<String, Vip> {
+        &self.vips
+    }
+
+    /// Join token records, by id.
+    pub fn tokens(&self) -> &BTreeMap<String, StoredToken> {
+        &self.tokens
+    }
+
+    /// Events with `seq > since`, oldest first, at most `limit`.
+    pub fn events_after(&self, since: u64, limit: Option<usize>) -> Vec<Event> {
+        self.events.after(since, limit)
+    }
+
+    /// The oldest kept event's sequence number (0 when none).
+    pub fn first_event_seq(&self) -> u64 {
+        self.events.first_seq()
+    }
+
+    /// The newest event's sequence number (0 before the first event).
+    pub fn last_event_seq(&self) -> u64 {
+        self.events.last_seq()
+    }
+
+    /// Everything as lists, tokens without hashes.
+    pub fn view(&self) -> FleetView {
+        FleetView {
+            settings: self.settings.clone(),
+            members: self.members.values().cloned().collect(),
+            hosts: self.hosts.values().cloned().collect(),
+            vms: self.vms.values().cloned().collect(),
+            ip_pools: self.ip_pools.values().cloned().collect(),
+            vmid_ranges: self.vmid_ranges.values().cloned().collect(),
+            vips: self.vips.values().cloned().collect(),
+            tokens: self.tokens.values().map(StoredToken::view).collect(),
+            last_event_seq: self.events.last_seq(),
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Admin requests about the cluster itself: Raft status, members, hosts, settings, and the
+//! whole-fleet view.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Done, ReadMode};
+use crate::fleet::{FleetView, Host, Member, MemberRole, Settings};
+use crate::identity::NodeId;
+use crate::rpc::Rpc;
+
+/// `pvefleet cluster status`: members, leader, term, commit/applied index, lag.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterStatus {}
+
+/// The Raft view of the member that answered (the leader when one is known).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterStatusReply {
+    /// The cluster's id.
+    pub cluster_id: String,
+    /// The member that answered.
+    pub node_id: NodeId,
+    /// The current leader, if known.
+    pub leader: Option<NodeId>,
+    /// The current Raft term.
+    pub term: u64,
+    /// Index of the last committed log entry.
+    pub commit_index: u64,
+    /// Index of the last entry applied to the state machine.
+    pub applied_index: u64,
+    /// Every member with its replication progress.
+    pub members: Vec<MemberStatus>,
+}
+
+/// One member in [`ClusterStatusReply`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberStatus {
+    /// The member's node id.
+    pub id: NodeId,
+    /// `host:port` of its QUIC endpoint.
+    pub addr: String,
+    /// Voter or learner.
+    pub role: MemberRole,
+    /// Whether it is the leader.
+    pub is_leader: bool,
+    /// The highest log index known replicated to it (known on the leader only).
+    pub matched_index: Option<u64>,
+    /// How many entries it is behind the leader's last log index (known on the leader only).
+    pub lag: Option<u64>,
+}
+
+impl Rpc for ClusterStatus {
+    const METHOD: &'static str = "admin.cluster_status";
+    type Response = ClusterStatusReply;
+}
+
+/// `pvefleet member ls`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberList {
+    /// Read freshness.
+    pub read: ReadMode,
+}
+
+/// The recorded members.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberListReply {
+    /// Members by id.
+    pub members: Vec<Member>,
+}
+
+impl Rpc for MemberList {
+    const METHOD: &'static str = "admin.member_list";
+    type Response = MemberListReply;
+}
+
+/// `pvefleet member remove ID`: the member leaves Raft and its certificate is refused from
+/// then on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberRemove {
+    /// The member's node id.
+    pub id: NodeId,
+}
+
+impl Rpc for MemberRemove {
+    const METHOD: &'static str = "admin.member_remove";
+    type Response = Done;
+}
+
+/// `pvefleet host ls`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostList {
+    /// Read freshness.
+    pub read: ReadMode,
+}
+
+/// The recorded hosts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostListReply {
+    /// Hosts by id.
+    pub hosts: Vec<Host>,
+}
+
+impl Rpc for HostList {
+    const METHOD: &'static str = "admin.host_list";
+    type Response = HostListReply;
+}
+
+/// Reads the cluster settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsGet {
+    /// Read freshness.
+    pub read: ReadMode,
+}
+
+/// The cluster settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsReply {
+    /// The settings.
+    pub settings: Settings,
+}
+
+impl Rpc for SettingsGet {
+    const METHOD: &'static str = "admin.settings_get";
+    type Response = SettingsReply;
+}
+
+/// Replaces the cluster settings (validated; the default range must exist).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsPut {
+    /// The new settings.
+    pub settings: Settings,
+}
+
+impl Rpc for SettingsPut {
+    const METHOD: &'static str = "admin.settings_put";
+    type Response = SettingsReply;
+}
+
+/// The whole fleet at once (`pvefleet demo`, `--output json` dumps).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetGet {
+    /// Read freshness.
+    pub read: ReadMode,
+}
+
+impl Rpc for FleetGet {
+    const METHOD: &'static str = "admin.fleet_get";
+    type Response = FleetView;
+}

@@ -1,0 +1,165 @@
+//! Admin requests about the resources VMs draw from: IP pools, VMID ranges, virtual IPs, and a
+//! direct address allocation for tests.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+use super::{ApplyReply, Done, ReadMode};
+use crate::fleet::{IpPool, Vip, VmidRange};
+use crate::rpc::Rpc;
+use crate::spec::{IpPoolSpec, VipSpec, VmidRangeSpec};
+
+/// `pvefleet pool apply`: create or update an IP pool by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolApply {
+    /// The pool as it should be.
+    pub spec: IpPoolSpec,
+}
+
+impl Rpc for PoolApply {
+    const METHOD: &'static str = "admin.pool_apply";
+    type Response = ApplyReply;
+}
+
+/// `pvefleet pool ls`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolList {
+    /// Read freshness.
+    pub read: ReadMode,
+}
+
+/// Every pool with its allocations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolListReply {
+    /// Pools by name.
+    pub pools: Vec<IpPool>,
+}
+
+impl Rpc for PoolList {
+    const METHOD: &'static str = "admin.pool_list";
+    type Response = PoolListReply;
+}
+
+/// `pvefleet pool delete NAME` (refused while addresses are allocated or VMs refer to it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolDelete {
+    /// The pool's name.
+    pub name: String,
+}
+
+impl Rpc for PoolDelete {
+    const METHOD: &'static str = "admin.pool_delete";
+    type Response = Done;
+}
+
+/// Allocates one address from a pool to an external owner. For tests and reservations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocateIp {
+    /// The pool's name.
+    pub pool: String,
+    /// Who holds the address (free text).
+    pub owner: String,
+}
+
+/// The allocated address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocateIpReply {
+    /// The address.
+    pub address: IpAddr,
+    /// The pool's prefix length.
+    pub prefix_len: u8,
+    /// The pool's gateway.
+    pub gateway: Option<IpAddr>,
+}
+
+impl Rpc for AllocateIp {
+    const METHOD: &'static str = "admin.allocate_ip";
+    type Response = AllocateIpReply;
+}
+
+/// Create or update a VMID range by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmidRangeApply {
+    /// The range as it should be.
+    pub spec: VmidRangeSpec,
+}
+
+impl Rpc for VmidRangeApply {
+    const METHOD: &'static str = "admin.vmid_range_apply";
+    type Response = ApplyReply;
+}
+
+/// List VMID ranges.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmidRangeList {
+    /// Read freshness.
+    pub read: ReadMode,
+}
+
+/// Every VMID range with its allocations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmidRangeListReply {
+    /// Ranges by name.
+    pub ranges: Vec<VmidRange>,
+}
+
+impl Rpc for VmidRangeList {
+    const METHOD: &'static str = "admin.vmid_range_list";
+    type Response = VmidRangeListReply;
+}
+
+/// Delete a VMID range (refused while VMIDs are allocated from it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmidRangeDelete {
+    /// The range's name.
+    pub name: String,
+}
+
+impl Rpc for VmidRangeDelete {
+    const METHOD: &'static str = "admin.vmid_range_delete";
+    type Response = Done;
+}
+
+/// `pvefleet vip apply`: create or update a VIP by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VipApply {
+    /// The VIP as it should be.
+    pub spec: VipSpec,
+}
+
+impl Rpc for VipApply {
+    const METHOD: &'static str = "admin.vip_apply";
+    type Response = ApplyReply;
+}
+
+/// `pvefleet vip ls`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VipList {
+    /// Read freshness.
+    pub read: ReadMode,
+}
+
+/// Every VIP with its owner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VipListReply {
+    /// VIPs by name.
+    pub vips: Vec<Vip>,
+}
+
+impl Rpc for VipList {
+    const METHOD: &'static str = "admin.vip_list";
+    type Response = VipListReply;
+}
+
+/// `pvefleet vip delete NAME`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VipDelete {
+    /// The VIP's name.
+    pub name: String,
+}
+
+impl Rpc for VipDelete {
+    const METHOD: &'static str = "admin.vip_delete";
+    type Response = Done;
+}

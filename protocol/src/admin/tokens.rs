@@ -1,0 +1,104 @@
+//! Admin requests about join tokens and the event log.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Done, ReadMode};
+use crate::fleet::{Event, TokenView};
+use crate::identity::Role;
+use crate::rpc::Rpc;
+
+/// `pvefleet token create`: a join token for an agent or a coordinator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenCreate {
+    /// The role a node joining with the token receives.
+    pub role: Role,
+    /// Lifetime in seconds; absent = 24 hours.
+    pub ttl_secs: Option<u64>,
+    /// Joins it allows; absent = no limit before expiry (as kubeadm's tokens).
+    pub uses: Option<u32>,
+}
+
+/// The new token. The text is shown once: only its hash is stored.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenCreateReply {
+    /// The token text `pvf1.<ca-sha256-hex>.<id>.<secret>` to hand to the joining node.
+    pub token: String,
+    /// The stored record.
+    pub record: TokenView,
+}
+
+impl fmt::Debug for TokenCreateReply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A logged reply must not let its reader join the cluster.
+        f.debug_struct("TokenCreateReply")
+            .field("token", &"<redacted>")
+            .field("record", &self.record)
+            .finish()
+    }
+}
+
+impl Rpc for TokenCreate {
+    const METHOD: &'static str = "admin.token_create";
+    type Response = TokenCreateReply;
+}
+
+/// `pvefleet token ls`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenList {
+    /// Read freshness.
+    pub read: ReadMode,
+}
+
+/// Every token record (no secrets, no hashes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenListReply {
+    /// Tokens by id.
+    pub tokens: Vec<TokenView>,
+}
+
+impl Rpc for TokenList {
+    const METHOD: &'static str = "admin.token_list";
+    type Response = TokenListReply;
+}
+
+/// `pvefleet token revoke ID`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRevoke {
+    /// The token's id.
+    pub id: String,
+}
+
+impl Rpc for TokenRevoke {
+    const METHOD: &'static str = "admin.token_revoke";
+    type Response = Done;
+}
+
+/// `pvefleet events`: entries of the event log after a sequence number.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Events {
+    /// Return events whose `seq` is greater than this (0 = from the oldest kept).
+    pub since: u64,
+    /// At most this many (oldest first); absent = all kept.
+    pub limit: Option<u32>,
+    /// Read freshness.
+    pub read: ReadMode,
+}
+
+/// Events after `since`, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsReply {
+    /// The events.
+    pub events: Vec<Event>,
+    /// The oldest sequence number still kept (0 when the log is empty); events between `since`
+    /// and it were dropped from the bounded log.
+    pub first_seq: u64,
+    /// The newest sequence number (0 before the first event): follow with `since = last_seq`.
+    pub last_seq: u64,
+}
+
+impl Rpc for Events {
+    const METHOD: &'static str = "admin.events";
+    type Response = EventsReply;
+}

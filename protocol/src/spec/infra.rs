@@ -1,0 +1,186 @@
+//! The fleet resources VMs draw from: IP pools, VMID ranges and virtual IPs, each with its
+//! validation (same [`SpecError`] shape as VM specs). Overlaps between resources are checked by
+//! the state machine, which sees them all.
+
+use serde::{Deserialize, Serialize};
+
+use super::rules;
+use super::validate::{check, ip, within};
+use super::{Cidr, SpecError};
+
+/// A pool of addresses the fleet hands out to VM NICs (`ip = { pool = "lan" }`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IpPoolSpec {
+    /// The pool's name (a DNS label).
+    pub name: String,
+    /// The subnet, host bits zero: `10.0.0.0/24`.
+    pub cidr: String,
+    /// The default gateway written to guests; never handed out.
+    #[serde(default)]
+    pub gateway: Option<String>,
+    /// First address handed out.
+    pub range_start: String,
+    /// Last address handed out (inclusive).
+    pub range_end: String,
+    /// DNS servers written to guests that do not set their own (at most 3).
+    #[serde(default)]
+    pub dns: Vec<String>,
+}
+
+/// A range of PVE VMIDs the fleet allocates from (lowest free first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmidRangeSpec {
+    /// The range's name (a DNS label).
+    pub name: String,
+    /// First VMID (at least 100, PVE's minimum).
+    pub start: u32,
+    /// Last VMID (inclusive, at most 999999999).
+    pub end: u32,
+}
+
+/// A virtual IP held by exactly one eligible host at a time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VipSpec {
+    /// The VIP's name (a DNS label).
+    pub name: String,
+    /// The address with its prefix length: `10.0.0.10/24`.
+    pub address: String,
+    /// The host interface (usually a bridge) the address is added to.
+    pub interface: String,
+    /// Eligible hosts by name; empty = every host.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+}
+
+/// A parsed, validated pool: what allocation works with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolBounds {
+    /// The subnet.
+    pub cidr: Cidr,
+    /// The gateway, if any.
+    pub gateway: Option<std::net::IpAddr>,
+    /// First address handed out.
+    pub start: std::net::IpAddr,
+    /// Last address handed out.
+    pub end: std::net::IpAddr,
+}
+
+impl IpPoolSpec {
+    /// The pool's subnet, gateway and range, parsed; the pool must be valid.
+    pub fn bounds(&self) -> Result<PoolBounds, SpecError> {
+        let cidr: Cidr = self.cidr.parse().map_err(|_| {
+            SpecError::text(
+                "cidr",
+                &self.cidr,
+                "a subnet in CIDR form, e.g. 10.0.0.0/24 or fd00::/64",
+            )
+        })?;
+        if !cidr.is_network() {
+            return Err(SpecError::text(
+                "cidr",
+                &self.cidr,
+                format!(
+                    "the network address with host bits zero: {}/{}",
+                    cidr.network(),
+                    cidr.prefix_len()
+                ),
+            ));
+        }
+        let inside = |field: &str, text: &str| -> Result<std::net::IpAddr, SpecError> {
+            let addr = ip(field, text)?;
+            if !cidr.contains(addr) || cidr.is_reserved(addr) {
+                return Err(SpecError::text(
+                    field,
+                    text,
+                    format!("a host address inside {cidr} (not its network or broadcast address)"),
+                ));
+            }
+            Ok(addr)
+        };
+        let gateway = match &self.gateway {
+            Some(gw) => Some(inside("gateway", gw)?),
+            None => None,
+        };
+        let start = inside("range_start", &self.range_start)?;
+        let end = inside("range_end", &self.range_end)?;
+        if end < start {
+            return Err(SpecError::text(
+                "range_end",
+                &self.range_end,
+                format!("an address not below range_start ({start})"),
+            ));
+        }
+        Ok(PoolBounds {
+            cidr,
+            gateway,
+            start,
+            end,
+        })
+    }
+}
+
+/// Checks an IP pool definition.
+pub fn validate_ip_pool(pool: &IpPoolSpec) -> Result<(), SpecError> {
+    check("name", &pool.name, &rules::DNS_LABEL)?;
+    pool.bounds()?;
+    if pool.dns.len() > 3 {
+        return Err(SpecError::new(
+            "dns",
+            pool.dns.len(),
+            "at most 3 servers (resolv.conf uses only three)",
+        ));
+    }
+    for (i, server) in pool.dns.iter().enumerate() {
+        ip(format!("dns[{i}]"), server)?;
+    }
+    Ok(())
+}
+
+/// Checks a VMID range definition.
+pub fn validate_vmid_range(range: &VmidRangeSpec) -> Result<(), SpecError> {
+    check("name", &range.name, &rules::DNS_LABEL)?;
+    within("start", range.start, 100, 999_999_999)?;
+    within("end", range.end, range.start, 999_999_999)
+}
+
+impl VipSpec {
+    /// The VIP's address and prefix, parsed.
+    pub fn cidr(&self) -> Result<Cidr, SpecError> {
+        let cidr: Cidr = self.address.parse().map_err(|_| {
+            SpecError::text(
+                "address",
+                &self.address,
+                "an address with its prefix length, e.g. 10.0.0.10/24",
+            )
+        })?;
+        if cidr.is_reserved(cidr.address()) || (cidr.is_network() && cidr.prefix_len() < 31) {
+            return Err(SpecError::text(
+                "address",
+                &self.address,
+                "a host address (not the network or broadcast address of its prefix)",
+            ));
+        }
+        Ok(cidr)
+    }
+}
+
+/// Checks a VIP definition.
+pub fn validate_vip(vip: &VipSpec) -> Result<(), SpecError> {
+    check("name", &vip.name, &rules::DNS_LABEL)?;
+    vip.cidr()?;
+    check("interface", &vip.interface, &rules::INTERFACE)?;
+    for (i, host) in vip.hosts.iter().enumerate() {
+        check(format!("hosts[{i}]"), host, &rules::HOST_NAME)?;
+        if vip.hosts[..i].iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            return Err(SpecError::text(
+                format!("hosts[{i}]"),
+                host,
+                "each host once",
+            ));
+        }
+    }
+    Ok(())
+}

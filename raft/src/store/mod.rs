@@ -1,0 +1,69 @@
+//! The Raft store on ONE sled database, so one flush makes the log, the vote and the snapshots
+//! durable together. Trees: `logs` (entries), `meta` (vote, last purged, committed), `sm`
+//! (snapshot generations and the pointer to the current one).
+
+mod applied;
+mod codec;
+mod keys;
+mod log_store;
+mod snapshot;
+mod state_machine;
+
+use std::path::Path;
+
+pub use applied::MachineHandle;
+pub use log_store::{LogReader, LogStore};
+pub use state_machine::{SnapshotBuilder, StateMachineStore};
+
+use crate::error::RaftStoreError;
+use crate::machine::Machine;
+use crate::store::applied::Applied;
+use crate::store::keys::{LOGS_TREE, META_TREE, SM_TREE};
+use crate::store::snapshot::SnapshotStore;
+use crate::types::StoredMembership;
+
+/// sled's page cache; the coordinator's state is small, sled's 1 GiB default is not needed.
+const CACHE_CAPACITY: u64 = 64 * 1024 * 1024;
+
+/// Opens (or creates) the Raft store in `dir` and restores `machine` from the stored snapshot,
+/// if any. Every stored value is checked for a known format version first.
+///
+/// The machine then stands at the snapshot's last log id; openraft re-applies the committed log
+/// after it when the `Raft` starts.
+pub fn open<M: Machine>(
+    dir: &Path,
+    machine: M,
+) -> Result<(LogStore, StateMachineStore<M>), RaftStoreError> {
+    let db = sled::Config::new()
+        .path(dir)
+        .cache_capacity(CACHE_CAPACITY)
+        .open()?;
+    let logs = db.open_tree(LOGS_TREE)?;
+    let meta = db.open_tree(META_TREE)?;
+    let sm = db.open_tree(SM_TREE)?;
+
+    let log_store = LogStore::new(db.clone(), logs, meta);
+    log_store.validate()?;
+
+    let snapshots = SnapshotStore::new(db, sm);
+    let mut applied = Applied {
+        machine,
+        last_applied: None,
+        membership: StoredMembership::default(),
+    };
+    if let Some((meta, data)) = snapshots.current()? {
+        applied
+            .machine
+            .restore(&data)
+            .map_err(|reason| RaftStoreError::Restore {
+                snapshot_id: meta.snapshot_id.clone(),
+                reason,
+            })?;
+        applied.last_applied = meta.last_log_id;
+        applied.membership = meta.last_membership;
+    }
+    snapshots.remove_leftovers()?;
+
+    let state_machine = StateMachineStore::new(MachineHandle::new(applied), snapshots);
+    Ok((log_store, state_machine))
+}

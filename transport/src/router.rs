@@ -1,0 +1,103 @@
+//! `Router`: per service, method name to typed handler. Handlers are registered with their
+//! request type, so decoding the body and encoding the reply happen here once, and a handler
+//! only ever sees a well-typed request and who sent it (`Caller`).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::Rpc;
+use crate::frame;
+use crate::identity::PeerIdentity;
+use crate::remote_error::RemoteError;
+use crate::service::Service;
+
+/// Who made a call: authenticated by the handshake, so handlers can authorize on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The service (ALPN) the call came in on.
+    pub service: Service,
+    /// The client certificate's identity; `None` only on `Service::Join`.
+    pub peer: Option<PeerIdentity>,
+    /// The client's UDP address.
+    pub addr: SocketAddr,
+}
+
+/// A handler's reply, still encoded.
+pub(crate) type Reply = Pin<Box<dyn Future<Output = Result<Vec<u8>, RemoteError>> + Send>>;
+
+type Handler = Arc<dyn Fn(Caller, Vec<u8>) -> Reply + Send + Sync>;
+
+/// Handlers by service and method.
+#[derive(Clone, Default)]
+pub struct Router {
+    routes: HashMap<Service, HashMap<&'static str, Handler>>,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut routes: Vec<_> = self
+            .routes
+            .iter()
+            .flat_map(|(s, methods)| methods.keys().map(move |m| format!("{s} {m}")))
+            .collect();
+        routes.sort();
+        f.debug_struct("Router").field("routes", &routes).finish()
+    }
+}
+
+impl Router {
+    /// A router with no handlers.
+    pub fn new() -> Router {
+        Router::default()
+    }
+
+    /// Serves requests of type `R` on `service` with `f`. Registering the same method on the
+    /// same service again replaces the earlier handler (and logs a warning).
+    pub fn handle<R, F, Fut>(&mut self, service: Service, f: F) -> &mut Self
+    where
+        R: Rpc,
+        F: Fn(Caller, R) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R::Response, RemoteError>> + Send + 'static,
+    {
+        let f = Arc::new(f);
+        let handler: Handler = Arc::new(move |caller: Caller, body: Vec<u8>| -> Reply {
+            let f = Arc::clone(&f);
+            Box::pin(async move {
+                let request: R = frame::decode(&body).map_err(|e| {
+                    RemoteError::bad_request(format!("{}: undecodable request: {e}", R::METHOD))
+                })?;
+                let response = f(caller, request).await?;
+                frame::encode(&response).map_err(|e| {
+                    RemoteError::internal(format!("{}: unencodable reply: {e}", R::METHOD))
+                })
+            })
+        });
+        let methods = self.routes.entry(service).or_default();
+        if methods.insert(R::METHOD, handler).is_some() {
+            tracing::warn!(%service, method = R::METHOD, "handler registered twice; the last one serves");
+        }
+        self
+    }
+
+    /// Whether a handler serves `method` on `service`.
+    pub fn serves(&self, service: Service, method: &str) -> bool {
+        self.routes
+            .get(&service)
+            .is_some_and(|methods| methods.contains_key(method))
+    }
+
+    /// Runs the handler for `method`, or answers `UnknownMethod`.
+    pub(crate) fn dispatch(&self, caller: Caller, method: &str, body: Vec<u8>) -> Reply {
+        let service = caller.service;
+        match self.routes.get(&service).and_then(|m| m.get(method)) {
+            Some(handler) => handler(caller, body),
+            None => {
+                let message = format!("no method '{method}' on {service}");
+                Box::pin(async move { Err(RemoteError::unknown_method(message)) })
+            }
+        }
+    }
+}
