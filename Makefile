@@ -43,8 +43,11 @@ deny:
 demo:
 	$(CARGO) run --release -p pve-sim --bin pve-sim -- serve --state-dir target/pve-sim
 
+# Figures, not pass/fail. The coordinator bench runs the release binaries as processes.
 bench:
-	$(CARGO) bench -p pve-sim --bench client_roundtrips
+	$(CARGO) build --release --locked -p coordinator --bins
+	$(CARGO) bench --locked -p pvefleet-tests --bench client_roundtrips
+	$(CARGO) bench --locked -p pvefleet-tests --bench coordinator
 
 clean-pyenv:
 	rm -rf $(PYENV)

@@ -31,6 +31,7 @@ fn coordinator_answers(
         ca_pem: ca.cert_pem().to_string(),
         cluster_id: "lab".into(),
         members: vec![(1, "10.0.0.1:7400".into())],
+        ca_key_pem: None,
     }
 }
 

@@ -5,4 +5,14 @@
 //!  pvefleet CLI ──admin RPC──▶ member ──forward──▶ leader ──Raft log──▶ state::FleetState::apply
 //! ```
 
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod error;
+mod forward;
+mod http;
+pub mod node;
+mod service;
+pub mod setup;
 pub mod state;
+pub mod tokens;

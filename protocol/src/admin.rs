@@ -6,6 +6,7 @@
 //! [`ReadMode::Stale`].
 
 mod cluster;
+mod members;
 mod resources;
 mod tokens;
 mod vm;
@@ -16,6 +17,7 @@ pub use cluster::{
     ClusterStatus, ClusterStatusReply, FleetGet, HostList, HostListReply, MemberList,
     MemberListReply, MemberRemove, MemberStatus, SettingsGet, SettingsPut, SettingsReply,
 };
+pub use members::{MemberPromote, MemberPromoteReply};
 pub use resources::{
     AllocateIp, AllocateIpReply, PoolApply, PoolDelete, PoolList, PoolListReply, VipApply,
     VipDelete, VipList, VipListReply, VmidRangeApply, VmidRangeDelete, VmidRangeList,
@@ -85,6 +87,7 @@ pub const METHODS: &[&str] = &[
     <ClusterStatus as crate::Rpc>::METHOD,
     <MemberList as crate::Rpc>::METHOD,
     <MemberRemove as crate::Rpc>::METHOD,
+    <MemberPromote as crate::Rpc>::METHOD,
     <HostList as crate::Rpc>::METHOD,
     <SettingsGet as crate::Rpc>::METHOD,
     <SettingsPut as crate::Rpc>::METHOD,

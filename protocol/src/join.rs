@@ -51,8 +51,8 @@ impl fmt::Debug for RedactedToken<'_> {
     }
 }
 
-/// The coordinator's answer to an accepted [`JoinRequest`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The coordinator's answer to an accepted [`JoinRequest`]. `Debug` hides the CA key.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JoinResponse {
     /// The id the cluster assigned to the new node.
     pub node_id: NodeId,
@@ -64,6 +64,26 @@ pub struct JoinResponse {
     pub cluster_id: String,
     /// The coordinator members, as `(node id, host:port)`.
     pub members: Vec<(NodeId, String)>,
+    /// The cluster CA's private key (PEM), only for a node joining as a coordinator: every
+    /// coordinator can then issue certificates to the nodes that join through it. Secret: the
+    /// receiver writes it with mode 0600 and never logs it.
+    pub ca_key_pem: Option<String>,
+}
+
+impl fmt::Debug for JoinResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinResponse")
+            .field("node_id", &self.node_id)
+            .field("cert_pem", &format_args!("<{} bytes>", self.cert_pem.len()))
+            .field("ca_pem", &format_args!("<{} bytes>", self.ca_pem.len()))
+            .field("cluster_id", &self.cluster_id)
+            .field("members", &self.members)
+            .field(
+                "ca_key_pem",
+                &self.ca_key_pem.as_ref().map(|_| format_args!("<redacted>")),
+            )
+            .finish()
+    }
 }
 
 impl Rpc for JoinRequest {
@@ -127,6 +147,22 @@ mod tests {
     }
 
     #[test]
+    fn join_response_debug_never_shows_the_ca_key() {
+        let resp = JoinResponse {
+            node_id: 2,
+            cert_pem: "cert".into(),
+            ca_pem: "ca".into(),
+            cluster_id: "lab".into(),
+            members: vec![(1, "10.0.0.1:7400".into())],
+            ca_key_pem: Some("-----BEGIN PRIVATE KEY-----s3cr3tkey".into()),
+        };
+        let shown = format!("{resp:?}");
+        assert!(!shown.contains("s3cr3tkey"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+        assert!(shown.contains("10.0.0.1:7400"), "{shown}");
+    }
+
+    #[test]
     fn join_and_renew_round_trip_through_json() {
         let req = request("pvf1.x.y.z");
         let back: JoinRequest =
@@ -138,6 +174,7 @@ mod tests {
             ca_pem: "ca".into(),
             cluster_id: "lab".into(),
             members: vec![(1, "10.0.0.1:7400".into())],
+            ca_key_pem: Some("-----BEGIN PRIVATE KEY-----".into()),
         };
         let back: JoinResponse =
             serde_json::from_str(&serde_json::to_string(&resp).unwrap()).unwrap();

@@ -13,6 +13,7 @@
 #![allow(clippy::expect_used)]
 
 pub mod architecture;
+pub mod coord_cluster;
 pub mod https_sim;
 pub mod lifecycle;
 pub mod recording;

@@ -41,9 +41,11 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, TransportErro
 
 /// Decodes a value that must use all of `bytes`.
 ///
-/// bincode allocates strings and byte buffers from the length it reads, so the decoder runs with
-/// a byte limit of the next power of four at or above `bytes.len()` (at least 1 KiB): a valid
-/// value never claims more than its input, and one allocation can never exceed four times it.
+/// bincode allocates containers from the lengths it reads, and its limit counts the memory a
+/// container claims (elements × their in-memory size), not wire bytes. The decoder therefore
+/// runs with a limit of [`AMPLIFICATION`] times the input (at least 64 KiB), rounded up to a
+/// bucket: a compact but valid value (structs with many defaults, maps of small entries) fits,
+/// while a few bytes claiming a terabyte are refused before anything is allocated.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, TransportError> {
     let n = bytes.len();
     let (value, used) =
@@ -57,13 +59,18 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, TransportError> {
     Ok(value)
 }
 
-/// `decode_limited` with the limit bucket for `bytes.len()` (limits are const generics).
+/// How many bytes of memory a decoded value may claim per byte of input.
+pub const AMPLIFICATION: usize = 64;
+
+/// `decode_limited` with the smallest limit bucket covering `AMPLIFICATION` × `bytes.len()`
+/// (limits are const generics).
 fn decode_bucketed<T: DeserializeOwned>(
     bytes: &[u8],
 ) -> Result<(T, usize), bincode::error::DecodeError> {
+    let needed = bytes.len().saturating_mul(AMPLIFICATION);
     macro_rules! first_fitting {
         ($($limit:expr),+) => {{
-            $(if bytes.len() <= $limit {
+            $(if needed <= $limit {
                 return decode_limited::<T, { $limit }>(bytes);
             })+
             Err(bincode::error::DecodeError::LimitExceeded)
@@ -73,9 +80,6 @@ fn decode_bucketed<T: DeserializeOwned>(
     const MIB: usize = 1 << 20;
     const GIB: usize = 1 << 30;
     first_fitting!(
-        KIB,
-        4 * KIB,
-        16 * KIB,
         64 * KIB,
         256 * KIB,
         MIB,
@@ -84,7 +88,9 @@ fn decode_bucketed<T: DeserializeOwned>(
         64 * MIB,
         256 * MIB,
         GIB,
-        u32::MAX as usize
+        4 * GIB,
+        16 * GIB,
+        usize::MAX
     )
 }
 
@@ -226,6 +232,30 @@ mod tests {
         bytes.extend_from_slice(b"abc");
         let err = read_frame(&mut bytes.as_slice(), 1024).await.unwrap_err();
         assert!(matches!(err, TransportError::Stream(_)));
+    }
+
+    #[test]
+    fn compact_values_that_claim_much_more_memory_than_wire_bytes_decode() {
+        // Structs full of defaults and maps of small entries encode to a few bytes each
+        // but claim their whole in-memory size: a real PoolList reply looked like this.
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug, Default)]
+        struct Wide {
+            a: Option<String>,
+            b: Option<String>,
+            c: Vec<String>,
+            d: Option<u64>,
+            e: std::collections::BTreeMap<String, String>,
+        }
+        let value: std::collections::BTreeMap<std::net::IpAddr, Wide> = (0..600u32)
+            .map(|i| (std::net::IpAddr::from(i.to_be_bytes()), Wide::default()))
+            .collect();
+        let bytes = encode(&value).unwrap();
+        assert_eq!(
+            decode::<std::collections::BTreeMap<std::net::IpAddr, Wide>>(&bytes).unwrap(),
+            value
+        );
+        let many: Vec<Wide> = (0..2000).map(|_| Wide::default()).collect();
+        assert_eq!(decode::<Vec<Wide>>(&encode(&many).unwrap()).unwrap(), many);
     }
 
     #[test]

@@ -1,0 +1,201 @@
+//! `pvefleet-coordinator`: a coordinator member of a pvefleet cluster. `init` creates a cluster,
+//! `join` admits this node with a token, `run` serves until SIGTERM/SIGINT. Thin: the logic is
+//! in `coordinator::{setup, node}`. Exit codes: 0 ok, 2 usage, 3 refused by the cluster (join
+//! token), 1 anything else.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use coordinator::config::RunConfig;
+use coordinator::error::CoordinatorError;
+use coordinator::node::CoordinatorNode;
+use coordinator::setup::{InitOptions, JoinOptions, init_cluster, join_cluster};
+use tokio_util::sync::CancellationToken;
+
+/// A coordinator member of a pvefleet cluster (Raft over QUIC with mutual TLS).
+#[derive(Debug, Parser)]
+#[command(name = "pvefleet-coordinator", version)]
+struct Args {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Create a new cluster with this member as its first coordinator (node 1).
+    Init {
+        /// The member's data directory (created; must not hold a node).
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The QUIC address to listen on, as the other members and the CLI dial it.
+        #[arg(long)]
+        listen: SocketAddr,
+        /// The cluster id (1-32 characters a-z 0-9 '-'); generated if absent.
+        #[arg(long)]
+        cluster_id: Option<String>,
+        /// The local HTTP address for /metrics, /healthz, /readyz (default 127.0.0.1, any port).
+        #[arg(long)]
+        http: Option<SocketAddr>,
+    },
+    /// Join an existing cluster with a token from `pvefleet member add` or `token create`.
+    Join {
+        /// The join token.
+        token: String,
+        /// The QUIC address of any member (a follower redirects to the leader).
+        addr: SocketAddr,
+        /// The new member's data directory (created; must not hold a node).
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The QUIC address to listen on, as the other members dial it.
+        #[arg(long)]
+        listen: SocketAddr,
+    },
+    /// Serve the member in DATA_DIR until SIGTERM or SIGINT.
+    Run {
+        /// The member's data directory (made by init or join).
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The local HTTP address (overrides the one recorded at init; port 0 picks one).
+        #[arg(long)]
+        http: Option<SocketAddr>,
+        /// Build a Raft snapshot every N log entries (and keep at most N behind it).
+        #[arg(long, value_name = "N")]
+        snapshot_logs: Option<u64>,
+    },
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    // Before anything builds a TLS configuration: ring only, never a second provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(args.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // Every error's own text already names its cause: `{e:#}` would repeat it.
+            eprintln!("error: {e}");
+            let refused = e
+                .downcast_ref::<CoordinatorError>()
+                .is_some_and(CoordinatorError::is_refusal);
+            ExitCode::from(if refused { 3 } else { 1 })
+        }
+    }
+}
+
+async fn dispatch(cmd: Cmd) -> anyhow::Result<()> {
+    match cmd {
+        Cmd::Init {
+            data_dir,
+            listen,
+            cluster_id,
+            http,
+        } => {
+            let report = init_cluster(&InitOptions {
+                data_dir,
+                listen,
+                cluster_id,
+                http,
+            })?;
+            let dir = report.data_dir.display();
+            println!(
+                "created cluster {} with this member as node {} (CA sha256:{})",
+                report.cluster_id, report.node_id, report.ca_sha256
+            );
+            println!("start it:           pvefleet-coordinator run --data-dir {dir}");
+            println!(
+                "point the CLI at it: export PVEFLEET_CONFIG={}",
+                report.cli_config.display()
+            );
+            println!("add members:        pvefleet member add");
+            Ok(())
+        }
+        Cmd::Join {
+            token,
+            addr,
+            data_dir,
+            listen,
+        } => {
+            let report = join_cluster(&JoinOptions {
+                token,
+                via: addr,
+                data_dir,
+                listen,
+            })
+            .await?;
+            println!(
+                "joined cluster {} as {} {}",
+                report.cluster_id, report.role, report.node_id
+            );
+            if report.role == protocol::Role::Coordinator {
+                println!(
+                    "start it: pvefleet-coordinator run --data-dir {} (it becomes a voter once \
+                     it has caught up)",
+                    report.data_dir.display()
+                );
+            }
+            Ok(())
+        }
+        Cmd::Run {
+            data_dir,
+            http,
+            snapshot_logs,
+        } => run(RunConfig {
+            data_dir,
+            http,
+            snapshot_logs,
+        })
+        .await
+        .map_err(Into::into),
+    }
+}
+
+async fn run(config: RunConfig) -> Result<(), CoordinatorError> {
+    let node = CoordinatorNode::start(config).await?;
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    let ready = node.ready();
+    tokio::spawn(async move {
+        if let Some(line) = ready.await {
+            match serde_json::to_string(&line) {
+                Ok(json) => println!("{json}"),
+                Err(e) => tracing::error!(error = %e, "cannot print the ready line"),
+            }
+        }
+    });
+    node.run(shutdown).await
+}
+
+/// Cancels `shutdown` on the first SIGTERM or SIGINT.
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers; stop with SIGKILL");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    shutdown.cancel();
+}

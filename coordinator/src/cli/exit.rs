@@ -1,0 +1,152 @@
+//! Exit codes scripts can trust, and the CLI's error type that decides them.
+//!
+//! | code | meaning |
+//! |------|---------|
+//! | 0 | success |
+//! | 1 | anything else (the coordinator failed, output could not be written, ...) |
+//! | 2 | usage: bad arguments (clap), a missing or broken configuration, an unreadable file |
+//! | 3 | refused: invalid spec or request, conflict, unauthorized, certificates not accepted |
+//! | 4 | not found |
+//! | 5 | unavailable: no member reachable, or no leader, within `--timeout` |
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::config::ConfigError;
+use crate::client::ClientError;
+use crate::state::SpecFileError;
+
+/// A process exit status of `pvefleet`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ExitStatus {
+    /// Success.
+    Ok = 0,
+    /// Any failure without a more specific code.
+    Failed = 1,
+    /// The command line, the configuration or an input file is wrong.
+    Usage = 2,
+    /// The cluster (or the CLI's own validation) refused the request.
+    Refused = 3,
+    /// The named object does not exist.
+    NotFound = 4,
+    /// No member answered, or no leader was known, before the timeout.
+    Unavailable = 5,
+}
+
+impl ExitStatus {
+    /// The numeric exit code.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+impl From<ExitStatus> for std::process::ExitCode {
+    fn from(status: ExitStatus) -> std::process::ExitCode {
+        std::process::ExitCode::from(status.code())
+    }
+}
+
+/// The exit status for a failed admin call.
+pub fn client_status(error: &ClientError) -> ExitStatus {
+    match error {
+        ClientError::Config(_) | ClientError::Material(_) => ExitStatus::Usage,
+        ClientError::Invalid(_)
+        | ClientError::Unauthorized(_)
+        | ClientError::Conflict(_)
+        | ClientError::Untrusted { .. } => ExitStatus::Refused,
+        ClientError::NotFound(_) => ExitStatus::NotFound,
+        ClientError::Unavailable { .. } => ExitStatus::Unavailable,
+        ClientError::Unsupported(_) | ClientError::Internal(_) | ClientError::Transport(_) => {
+            ExitStatus::Failed
+        }
+    }
+}
+
+/// Why a `pvefleet` command failed. The message says what was wrong and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The configuration could not be found, read or used.
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// An admin call failed.
+    #[error("{0}")]
+    Client(#[from] ClientError),
+    /// An argument value is unusable in a way clap cannot check.
+    #[error("{0}")]
+    Usage(String),
+    /// An input file could not be read.
+    #[error("cannot read {}: {source}", shown(path))]
+    ReadFile {
+        /// The file (`-` is standard input).
+        path: PathBuf,
+        /// The system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A spec file was refused before anything was sent.
+    #[error("{}: {}\nnothing was applied", shown(path), error.to_string().trim_end())]
+    SpecFile {
+        /// The file.
+        path: PathBuf,
+        /// The first problem found (for a bad spec: field, value and what is allowed).
+        error: SpecFileError,
+    },
+    /// A spec file holds nothing this command applies.
+    #[error(
+        "{} defines no [[{kind}]] table: nothing to apply (see `pvefleet {command} apply --help`)",
+        shown(path)
+    )]
+    NothingToApply {
+        /// The file.
+        path: PathBuf,
+        /// The table it needed (`pool`, `vmid_range`, `vip`).
+        kind: &'static str,
+        /// The command (`pool`, `range`, `vip`).
+        command: &'static str,
+    },
+    /// An apply stopped at one entry; the entries before it were applied.
+    #[error(
+        "{kind} {name}: {source}\n{done} of {total} applied before it; the rest were not sent: \
+         fix it and apply the file again (applied entries come back unchanged)"
+    )]
+    Apply {
+        /// `vm`, `pool`, `vmid_range` or `vip`.
+        kind: &'static str,
+        /// The entry that failed.
+        name: String,
+        /// Entries applied before it.
+        done: usize,
+        /// Entries in the file.
+        total: usize,
+        /// The cluster's answer.
+        #[source]
+        source: Box<ClientError>,
+    },
+    /// The output could not be produced or written.
+    #[error("cannot write the output: {0}")]
+    Output(String),
+}
+
+/// A path as the user gave it; `-` (standard input) by name.
+fn shown(path: &Path) -> String {
+    if path == Path::new("-") {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+impl CliError {
+    /// The exit status this error ends the process with.
+    pub fn status(&self) -> ExitStatus {
+        match self {
+            CliError::Config(_) | CliError::Usage(_) | CliError::ReadFile { .. } => {
+                ExitStatus::Usage
+            }
+            CliError::Client(e) => client_status(e),
+            CliError::Apply { source, .. } => client_status(source),
+            CliError::SpecFile { .. } | CliError::NothingToApply { .. } => ExitStatus::Refused,
+            CliError::Output(_) => ExitStatus::Failed,
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! What `pvefleet` prints: every result as a table for people or, with `--output json`, as one
+//! JSON document for scripts. Rendering is pure: the current time and the host names are
+//! passed in a [`Context`], so the same values always print the same text.
+//!
+//! ```text
+//!  reply (protocol type or a report below) ──Render::table(ctx)──▶ aligned text
+//!                                           └─serde_json──────────▶ pretty JSON + newline
+//! ```
+//!
+//! The JSON of a reply is the protocol type itself (field names as in `protocol::admin`), so
+//! scripts see the same names as the Rust API; times are Unix milliseconds there.
+
+mod cluster;
+pub mod human;
+mod reports;
+mod resources;
+pub mod table;
+mod tokens;
+mod vm;
+
+use std::collections::BTreeMap;
+
+use protocol::NodeId;
+use protocol::fleet::UnixMillis;
+use serde::Serialize;
+
+pub use reports::{
+    Applied, ApplyReport, Deleted, IpAllocated, MemberAdded, MemberRemoved, TokenRevoked,
+    VmidAllocated,
+};
+pub use resources::pool_size;
+pub use tokens::{EventsPage, token_state};
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned tables and `key: value` blocks, sizes and ages in human units.
+    #[default]
+    Table,
+    /// One JSON document on stdout.
+    Json,
+}
+
+/// What rendering may depend on besides the value itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// The current time, for ages.
+    pub now: UnixMillis,
+    /// Host names by node id, to show hosts by name (missing ones are shown by id).
+    pub hosts: BTreeMap<NodeId, String>,
+}
+
+impl Context {
+    /// A context at `now` without host names.
+    pub fn at(now: UnixMillis) -> Context {
+        Context {
+            now,
+            hosts: BTreeMap::new(),
+        }
+    }
+
+    /// The host's name, or `host <id>` when unknown; `-` for none.
+    pub fn host(&self, id: Option<NodeId>) -> String {
+        match id {
+            None => "-".to_string(),
+            Some(id) => self
+                .hosts
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| format!("host {id}")),
+        }
+    }
+}
+
+/// A value `pvefleet` can print.
+pub trait Render: Serialize {
+    /// The text for people, ending with a newline.
+    fn table(&self, ctx: &Context) -> String;
+}
+
+/// The value in `format`: its table, or its JSON document (pretty, newline-terminated).
+pub fn render<T: Render + ?Sized>(
+    value: &T,
+    format: OutputFormat,
+    ctx: &Context,
+) -> Result<String, serde_json::Error> {
+    match format {
+        OutputFormat::Table => Ok(value.table(ctx)),
+        OutputFormat::Json => json(value),
+    }
+}
+
+/// The value as pretty JSON followed by a newline.
+pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    Ok(text)
+}

@@ -1,0 +1,195 @@
+//! Results the CLI composes itself (the protocol reply alone would lose the name or the
+//! command asked for): applies, deletes, member and token changes, direct allocations.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use protocol::NodeId;
+use protocol::admin::ApplyOutcome;
+use protocol::fleet::UnixMillis;
+use serde::Serialize;
+
+use super::human::{relative, timestamp};
+use super::{Context, Render};
+
+/// What `vm|pool|range|vip apply -f FILE` did, entry by entry, in file order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ApplyReport {
+    /// One entry per applied spec.
+    pub applied: Vec<Applied>,
+}
+
+/// One applied spec.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Applied {
+    /// `vm`, `pool`, `vmid_range` or `vip`.
+    pub kind: &'static str,
+    /// The spec's name.
+    pub name: String,
+    /// Created, updated or unchanged.
+    pub outcome: ApplyOutcome,
+    /// The spec's generation after the apply (VMs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
+}
+
+impl Render for ApplyReport {
+    fn table(&self, _ctx: &Context) -> String {
+        let mut out = String::new();
+        for a in &self.applied {
+            match a.generation {
+                Some(g) => out.push_str(&format!(
+                    "{} {} {} (generation {g})\n",
+                    a.kind, a.name, a.outcome
+                )),
+                None => out.push_str(&format!("{} {} {}\n", a.kind, a.name, a.outcome)),
+            }
+        }
+        out
+    }
+}
+
+/// A deleted object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Deleted {
+    /// `vm`, `pool`, `vmid_range` or `vip`.
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+    /// `true`: gone now. `false` (VMs holding a VMID): marked for deletion, gone once destroyed
+    /// on its host.
+    pub removed: bool,
+}
+
+impl Render for Deleted {
+    fn table(&self, _ctx: &Context) -> String {
+        if self.removed {
+            format!("{} {} deleted\n", self.kind, self.name)
+        } else {
+            format!(
+                "{} {} marked for deletion: it disappears once destroyed on its host, and its \
+                 VMID and addresses are released then (watch with `pvefleet vm show {}`)\n",
+                self.kind, self.name, self.name
+            )
+        }
+    }
+}
+
+/// A member removed from the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MemberRemoved {
+    /// Its node id.
+    pub removed: NodeId,
+}
+
+impl Render for MemberRemoved {
+    fn table(&self, _ctx: &Context) -> String {
+        format!(
+            "member {} removed: it left Raft and its certificate is refused from now on; stop \
+             its process and delete its data directory\n",
+            self.removed
+        )
+    }
+}
+
+/// A revoked join token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TokenRevoked {
+    /// The token's id.
+    pub revoked: String,
+}
+
+impl Render for TokenRevoked {
+    fn table(&self, _ctx: &Context) -> String {
+        format!(
+            "token {} revoked: no node can join with it any more\n",
+            self.revoked
+        )
+    }
+}
+
+/// A coordinator join token made by `member add`, with the command that uses it.
+#[derive(Clone, PartialEq, Eq, Serialize)]
+pub struct MemberAdded {
+    /// The token text (shown once).
+    pub token: String,
+    /// The token's id (for `token revoke`).
+    pub token_id: String,
+    /// When the token expires.
+    pub expires_at: UnixMillis,
+    /// The member the new one joins through.
+    pub join_addr: String,
+    /// The command to run on the new member's host.
+    pub command: String,
+}
+
+impl fmt::Debug for MemberAdded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The token (also inside the command) lets its reader join the cluster.
+        f.debug_struct("MemberAdded")
+            .field("token_id", &self.token_id)
+            .field("expires_at", &self.expires_at)
+            .field("join_addr", &self.join_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Render for MemberAdded {
+    fn table(&self, ctx: &Context) -> String {
+        format!(
+            "Created a one-use coordinator join token (id {}, expires {}, {}).\n\
+             Run this on the new member's host (replace any placeholder in capitals):\n\n  \
+             {}\n\n\
+             then start it with `pvefleet-coordinator run --data-dir DIR`: it joins as a learner \
+             and becomes a voter once it has caught up (`pvefleet cluster status`).\n\
+             The token is shown only now; revoke it with `pvefleet token revoke {}`.\n",
+            self.token_id,
+            timestamp(self.expires_at),
+            relative(ctx.now, self.expires_at),
+            self.command,
+            self.token_id
+        )
+    }
+}
+
+/// A VMID allocated (or already held) by a VM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VmidAllocated {
+    /// The VM.
+    pub vm: String,
+    /// Its VMID.
+    pub vmid: u32,
+}
+
+impl Render for VmidAllocated {
+    fn table(&self, _ctx: &Context) -> String {
+        format!("vm {} has vmid {}\n", self.vm, self.vmid)
+    }
+}
+
+/// An address allocated from a pool to an external owner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IpAllocated {
+    /// The pool.
+    pub pool: String,
+    /// The holder.
+    pub owner: String,
+    /// The address.
+    pub address: IpAddr,
+    /// The pool's prefix length.
+    pub prefix_len: u8,
+    /// The pool's gateway.
+    pub gateway: Option<IpAddr>,
+}
+
+impl Render for IpAllocated {
+    fn table(&self, _ctx: &Context) -> String {
+        let gateway = self
+            .gateway
+            .map_or_else(String::new, |gw| format!(" via {gw}"));
+        format!(
+            "{}/{}{gateway} allocated from pool {} to {}\n",
+            self.address, self.prefix_len, self.pool, self.owner
+        )
+    }
+}

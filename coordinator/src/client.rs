@@ -1,0 +1,383 @@
+//! `AdminClient`: typed admin calls to a coordinator cluster, as the `pvefleet` CLI, the
+//! end-to-end tests and the benchmark make them.
+//!
+//! ```text
+//!  call(req) ─ round: members in order (last one that answered first, then configured/learned)
+//!      │   dial coordinator-<id>.pvefleet at addr on Service::Admin (mutual TLS); the next
+//!      │   member is dialed too if a handshake takes over 150 ms, and the first ready is used
+//!      │     ├─ reply ───────────────────────────────▶ Ok (remember this member)
+//!      │     ├─ NotLeader{leader: (id, addr)} ──────▶ new round, that member first, at once
+//!      │     ├─ Unavailable / unreachable / timeout ─▶ next member; after a full round, back
+//!      │     │                                         off (50 ms doubling to 1 s)
+//!      │     └─ BadRequest, NotFound, Conflict, ... ─▶ Err at once (the cluster decided)
+//!      └── deadline (`timeout`, default 10 s) ─────▶ Err(Unavailable) naming every failure
+//! ```
+//!
+//! A request whose reply was lost (the member died mid-call) is sent again to the next member:
+//! admin writes are keyed by name (`vm apply` twice is `unchanged` the second time), but
+//! `AllocateIp` and `TokenCreate` may then take effect twice.
+
+mod error;
+mod policy;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use transport::{
+    Connection, Endpoint, PeerIdentity, Rpc, Service, TlsMaterial, TransportConfig, TransportError,
+};
+
+pub use error::{AttemptFailure, ClientError};
+use policy::{Outcome, attempt_order, attempt_timeout, backoff, classify};
+
+use crate::cli::config::{CliConfig, ConfigError, CoordinatorAddr};
+
+/// How long a call may take, retries included, unless [`AdminClient::with_timeout`] says
+/// otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The deadline of a QUIC + TLS handshake with one member.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a handshake may take before the next member is dialed as well.
+const STAGGER: Duration = Duration::from_millis(150);
+
+/// A client of the Admin service of a coordinator cluster. Cheap to clone; clones share the
+/// endpoint, the open connections and what was learned about the leader.
+#[derive(Clone, Debug)]
+pub struct AdminClient {
+    inner: Arc<Inner>,
+    timeout: Duration,
+}
+
+#[derive(Debug)]
+struct Inner {
+    endpoint: Endpoint,
+    routes: Mutex<Routes>,
+}
+
+/// Which members to try: the configured ones, those learned from leader hints, the last one
+/// that answered, and open connections.
+#[derive(Debug, Default)]
+struct Routes {
+    known: Vec<CoordinatorAddr>,
+    preferred: Option<CoordinatorAddr>,
+    connections: HashMap<CoordinatorAddr, Connection>,
+}
+
+/// How a round over the members ended without a reply.
+enum RoundEnd<T> {
+    /// A reply, or the cluster's refusal.
+    Done(Result<T, ClientError>),
+    /// A member named the leader: start again there.
+    Redirect(CoordinatorAddr),
+    /// Nobody answered; `untrusted`: every member tried failed the TLS handshake.
+    Failed { untrusted: bool },
+}
+
+impl AdminClient {
+    /// A client with the configuration's certificate and members. The key file must be private
+    /// (0600). Must be called inside a Tokio runtime (the endpoint's socket is driven by it).
+    pub fn from_config(config: &CliConfig) -> Result<AdminClient, ClientError> {
+        let tls = config.load_material()?;
+        AdminClient::new(&tls, config.coordinators.clone())
+    }
+
+    /// A client presenting `tls` (an admin or coordinator certificate) to `coordinators`.
+    /// Must be called inside a Tokio runtime.
+    pub fn new(
+        tls: &TlsMaterial,
+        coordinators: Vec<CoordinatorAddr>,
+    ) -> Result<AdminClient, ClientError> {
+        if coordinators.is_empty() {
+            return Err(ClientError::Config(ConfigError::Invalid {
+                path: "<AdminClient::new>".into(),
+                reason: "no coordinator to call".into(),
+            }));
+        }
+        let cfg = TransportConfig {
+            connect_timeout: CONNECT_TIMEOUT,
+            ..TransportConfig::default()
+        };
+        let endpoint = Endpoint::client(tls, cfg).map_err(ClientError::Material)?;
+        let mut known: Vec<CoordinatorAddr> = Vec::new();
+        for c in coordinators {
+            if !known.contains(&c) {
+                known.push(c);
+            }
+        }
+        let routes = Routes {
+            known,
+            ..Routes::default()
+        };
+        Ok(AdminClient {
+            inner: Arc::new(Inner {
+                endpoint,
+                routes: Mutex::new(routes),
+            }),
+            timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The same client with another overall deadline per call (retries included).
+    pub fn with_timeout(mut self, timeout: Duration) -> AdminClient {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The overall deadline of a call.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The member that answered the last successful call (the leader, after a write).
+    pub fn last_member(&self) -> Option<CoordinatorAddr> {
+        self.inner.routes().preferred.clone()
+    }
+
+    /// Sends `req` to the cluster and returns its reply, following leader hints and retrying
+    /// unreachable or unavailable members with back-off until the timeout.
+    pub async fn call<R: Rpc>(&self, req: &R) -> Result<R::Response, ClientError> {
+        let deadline = Instant::now() + self.timeout;
+        let mut failures: Vec<AttemptFailure> = Vec::new();
+        let mut round: u32 = 0;
+        let mut hops = 0;
+        loop {
+            let order = self.inner.order();
+            // Stale hints can point in a circle during an election: follow a few, then back off.
+            let follow_hints = hops < 2 * order.len() + 2;
+            match self
+                .round(req, order, deadline, &mut failures, follow_hints)
+                .await
+            {
+                RoundEnd::Done(result) => return result,
+                RoundEnd::Redirect(leader) => {
+                    hops += 1;
+                    self.inner.learn_leader(leader);
+                    continue;
+                }
+                RoundEnd::Failed { untrusted: true } => {
+                    return Err(ClientError::Untrusted { failures });
+                }
+                RoundEnd::Failed { untrusted: false } => {}
+            }
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(ClientError::Unavailable {
+                    after: self.timeout,
+                    failures,
+                });
+            }
+            tokio::time::sleep(backoff(round).min(remaining)).await;
+            round = round.saturating_add(1);
+            hops = 0;
+        }
+    }
+
+    /// Closes the open connections gracefully (replies in flight are delivered first).
+    pub async fn close(&self) {
+        let connections: Vec<Connection> = self
+            .inner
+            .routes()
+            .connections
+            .drain()
+            .map(|(_, c)| c)
+            .collect();
+        for connection in connections {
+            connection.close().await;
+        }
+        self.inner.endpoint.close(Duration::from_millis(200)).await;
+    }
+
+    /// Tries the members in `order` once: dials them staggered (the next one when a handshake
+    /// is slow or fails) and calls each member as soon as its connection is ready.
+    async fn round<R: Rpc>(
+        &self,
+        req: &R,
+        order: Vec<CoordinatorAddr>,
+        deadline: Instant,
+        failures: &mut Vec<AttemptFailure>,
+        follow_hints: bool,
+    ) -> RoundEnd<R::Response> {
+        let mut pending: VecDeque<CoordinatorAddr> = order.into();
+        // Dropping the set when the round ends aborts the dials still running.
+        let mut dials: JoinSet<(CoordinatorAddr, Result<Connection, Outcome>)> = JoinSet::new();
+        let mut untrusted: Vec<bool> = Vec::new();
+        let mut next_dial = Instant::now();
+        loop {
+            if dials.is_empty() {
+                let Some(member) = pending.pop_front() else {
+                    break;
+                };
+                self.spawn_dial(&mut dials, member, deadline);
+                next_dial = Instant::now() + STAGGER;
+            }
+            let joined = tokio::select! {
+                joined = dials.join_next() => joined,
+                () = tokio::time::sleep_until(next_dial), if !pending.is_empty() => {
+                    if let Some(member) = pending.pop_front() {
+                        self.spawn_dial(&mut dials, member, deadline);
+                    }
+                    next_dial = Instant::now() + STAGGER;
+                    continue;
+                }
+                () = tokio::time::sleep_until(deadline) => break,
+            };
+            // A dial task only ends early by being aborted, which happens when `dials` drops.
+            let Some(Ok((member, dialed))) = joined else {
+                continue;
+            };
+            let outcome = match dialed {
+                Ok(connection) => match self.call_on(&member, &connection, req, deadline).await {
+                    Ok(reply) => {
+                        self.inner.routes().preferred = Some(member);
+                        return RoundEnd::Done(Ok(reply));
+                    }
+                    Err(outcome) => outcome,
+                },
+                Err(outcome) => outcome,
+            };
+            match outcome {
+                Outcome::Final(e) => return RoundEnd::Done(Err(e)),
+                Outcome::Redirect(leader) => {
+                    let reason = format!("not the leader; the leader is {leader}");
+                    record(failures, &member, reason);
+                    untrusted.push(false);
+                    if follow_hints && leader != member {
+                        return RoundEnd::Redirect(leader);
+                    }
+                    next_dial = Instant::now();
+                }
+                Outcome::Retry {
+                    reason,
+                    untrusted: u,
+                } => {
+                    record(failures, &member, reason);
+                    untrusted.push(u);
+                    // This member is done with: dial the next one now rather than after STAGGER.
+                    next_dial = Instant::now();
+                }
+            }
+        }
+        RoundEnd::Failed {
+            untrusted: !untrusted.is_empty() && untrusted.iter().all(|u| *u),
+        }
+    }
+
+    /// Starts getting a connection to `member`: the open one if alive, else a new handshake.
+    fn spawn_dial(
+        &self,
+        dials: &mut JoinSet<(CoordinatorAddr, Result<Connection, Outcome>)>,
+        member: CoordinatorAddr,
+        deadline: Instant,
+    ) {
+        let inner = Arc::clone(&self.inner);
+        let timeout = self.timeout;
+        dials.spawn(async move {
+            let dialed = inner.connection(&member, timeout, deadline).await;
+            (member, dialed)
+        });
+    }
+
+    async fn call_on<R: Rpc>(
+        &self,
+        member: &CoordinatorAddr,
+        connection: &Connection,
+        req: &R,
+        deadline: Instant,
+    ) -> Result<R::Response, Outcome> {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let limit = attempt_timeout(self.timeout, remaining);
+        match connection.call_with_timeout(req, limit).await {
+            Ok(reply) => Ok(reply),
+            Err(e) => {
+                if !matches!(e, TransportError::Remote(_)) {
+                    self.inner.routes().connections.remove(member);
+                }
+                Err(classify(e, member))
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn routes(&self) -> MutexGuard<'_, Routes> {
+        // The routes are only hints: a panic elsewhere cannot leave them unusable.
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn order(&self) -> Vec<CoordinatorAddr> {
+        let routes = self.routes();
+        attempt_order(&routes.known, routes.preferred.as_ref())
+    }
+
+    fn learn_leader(&self, leader: CoordinatorAddr) {
+        let mut routes = self.routes();
+        if !routes.known.contains(&leader) {
+            routes.known.push(leader.clone());
+        }
+        routes.preferred = Some(leader);
+    }
+
+    /// An open connection to `member`, reused if still alive.
+    async fn connection(
+        &self,
+        member: &CoordinatorAddr,
+        timeout: Duration,
+        deadline: Instant,
+    ) -> Result<Connection, Outcome> {
+        if let Some(c) = self.routes().connections.get(member)
+            && c.closed_reason().is_none()
+        {
+            return Ok(c.clone());
+        }
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let limit = attempt_timeout(timeout, remaining);
+        let addr = resolve(&member.addr, limit).await?;
+        let dial =
+            self.endpoint
+                .connect(addr, PeerIdentity::coordinator(member.id), Service::Admin);
+        let connection = match tokio::time::timeout(limit, dial).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(classify(e, member)),
+            Err(_) => {
+                return Err(Outcome::Retry {
+                    reason: format!("no handshake within {:.1}s", limit.as_secs_f64()),
+                    untrusted: false,
+                });
+            }
+        };
+        self.routes()
+            .connections
+            .insert(member.clone(), connection.clone());
+        Ok(connection)
+    }
+}
+
+/// Replaces the member's earlier failure, or appends it.
+fn record(failures: &mut Vec<AttemptFailure>, member: &CoordinatorAddr, reason: String) {
+    match failures.iter_mut().find(|f| f.member == *member) {
+        Some(f) => f.reason = reason,
+        None => failures.push(AttemptFailure {
+            member: member.clone(),
+            reason,
+        }),
+    }
+}
+
+async fn resolve(addr: &str, limit: Duration) -> Result<SocketAddr, Outcome> {
+    let retry = |reason: String| Outcome::Retry {
+        reason,
+        untrusted: false,
+    };
+    match tokio::time::timeout(limit, tokio::net::lookup_host(addr)).await {
+        Ok(Ok(mut addrs)) => addrs
+            .next()
+            .ok_or_else(|| retry(format!("{addr} resolves to no address"))),
+        Ok(Err(e)) => Err(retry(format!("cannot resolve {addr}: {e}"))),
+        Err(_) => Err(retry(format!("cannot resolve {addr} in time"))),
+    }
+}

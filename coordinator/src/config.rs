@@ -1,0 +1,158 @@
+//! What a coordinator member runs with: the settings `init`/`join` record in the data directory
+//! (`coordinator.toml`: where it listens and how far its membership has got) and the options of
+//! one `run`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::CoordinatorError;
+
+/// The member's settings file in its data directory.
+pub const SETTINGS_FILE: &str = "coordinator.toml";
+/// The Raft store's directory under the data directory.
+pub const RAFT_DIR: &str = "raft";
+
+/// How far this member's Raft membership has got. Moves forward only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MembershipStage {
+    /// Made by `init`: initializes the Raft group on its first start (exactly once).
+    Founder,
+    /// Made by `join`: asks the leader to add it as a learner, then a voter.
+    Pending,
+    /// A member: nothing to do but serve. Never initializes Raft again.
+    Member,
+}
+
+/// `coordinator.toml`: recorded by `init` and `join`, read by `run`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSettings {
+    /// The QUIC address this member binds and the others dial (`--listen`).
+    pub listen: SocketAddr,
+    /// The local HTTP address for `/metrics`, `/healthz`, `/readyz`, if given at init.
+    #[serde(default)]
+    pub http: Option<SocketAddr>,
+    /// Where the membership stands.
+    pub membership: MembershipStage,
+}
+
+impl NodeSettings {
+    /// The settings file of the data directory `dir`.
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join(SETTINGS_FILE)
+    }
+
+    /// Reads `coordinator.toml` from `dir`.
+    pub fn load(dir: &Path) -> Result<NodeSettings, CoordinatorError> {
+        let path = NodeSettings::path(dir);
+        let text = std::fs::read_to_string(&path).map_err(|e| CoordinatorError::Settings {
+            path: path.clone(),
+            reason: format!(
+                "{e} (a data directory is made by `pvefleet-coordinator init` or `join`)"
+            ),
+        })?;
+        toml::from_str(&text).map_err(|e| CoordinatorError::Settings {
+            path,
+            reason: e.to_string(),
+        })
+    }
+
+    /// Writes `coordinator.toml` into `dir` atomically.
+    pub fn store(&self, dir: &Path) -> Result<(), CoordinatorError> {
+        let text = toml::to_string(self).map_err(|e| CoordinatorError::Settings {
+            path: NodeSettings::path(dir),
+            reason: e.to_string(),
+        })?;
+        bootstrap::paths::write_public(&NodeSettings::path(dir), &text)
+            .map_err(CoordinatorError::write)
+    }
+}
+
+/// The options of one `pvefleet-coordinator run`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunConfig {
+    /// The data directory made by `init` or `join`.
+    pub data_dir: PathBuf,
+    /// The local HTTP address; overrides the one recorded at init (port 0 picks a free one).
+    pub http: Option<SocketAddr>,
+    /// Build a Raft snapshot after this many log entries (default: raft's policy).
+    pub snapshot_logs: Option<u64>,
+}
+
+impl RunConfig {
+    /// Runs the member in `data_dir` with the recorded settings.
+    pub fn new(data_dir: impl Into<PathBuf>) -> RunConfig {
+        RunConfig {
+            data_dir: data_dir.into(),
+            http: None,
+            snapshot_logs: None,
+        }
+    }
+}
+
+/// Checks an address other members (or the CLI) will dial: a concrete IP and a real port.
+pub fn check_dialable(flag: &'static str, addr: SocketAddr) -> Result<(), CoordinatorError> {
+    let bad = |reason: &str| CoordinatorError::BadAddress {
+        flag,
+        addr: addr.to_string(),
+        reason: reason.to_string(),
+    };
+    if addr.port() == 0 {
+        return Err(bad(
+            "port 0 cannot be recorded: the other members must know the real port",
+        ));
+    }
+    if addr.ip().is_unspecified() {
+        return Err(bad(
+            "an unspecified address (0.0.0.0 or ::) cannot be dialed: give the address the \
+             other members reach this one at",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_and_refuse_unknown_fields() {
+        let tmp = tempfile::tempdir().unwrap();
+        let settings = NodeSettings {
+            listen: "127.0.0.1:7400".parse().unwrap(),
+            http: None,
+            membership: MembershipStage::Pending,
+        };
+        settings.store(tmp.path()).unwrap();
+        assert_eq!(NodeSettings::load(tmp.path()).unwrap(), settings);
+        let text = std::fs::read_to_string(NodeSettings::path(tmp.path())).unwrap();
+        assert!(text.contains("membership = \"pending\""), "{text}");
+        std::fs::write(
+            NodeSettings::path(tmp.path()),
+            format!("{text}\nlisten_at = 1\n"),
+        )
+        .unwrap();
+        let err = NodeSettings::load(tmp.path()).unwrap_err().to_string();
+        assert!(err.contains("listen_at"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_settings_file_says_how_to_make_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = NodeSettings::load(tmp.path()).unwrap_err().to_string();
+        assert!(err.contains("coordinator.toml"), "{err}");
+        assert!(err.contains("pvefleet-coordinator init"), "{err}");
+    }
+
+    #[test]
+    fn only_dialable_addresses_are_recorded() {
+        assert!(check_dialable("--listen", "127.0.0.1:7400".parse().unwrap()).is_ok());
+        let zero = check_dialable("--listen", "127.0.0.1:0".parse().unwrap()).unwrap_err();
+        assert!(zero.to_string().contains("port 0"), "{zero}");
+        let any = check_dialable("--listen", "0.0.0.0:7400".parse().unwrap()).unwrap_err();
+        assert!(any.to_string().contains("unspecified"), "{any}");
+    }
+}

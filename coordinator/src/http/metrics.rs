@@ -1,0 +1,195 @@
+//! The member's Prometheus metrics (prometheus-client, OpenMetrics text): the Raft view, sampled
+//! from openraft's metrics at every scrape, and the admin calls by method and outcome, counted
+//! as they are answered.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use raft::{MemberNode, NodeId};
+use transport::RemoteError;
+
+/// Labels of the admin call counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    method: String,
+    outcome: String,
+}
+
+/// The raft part of the metrics, as sampled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RaftSample {
+    pub(crate) term: u64,
+    pub(crate) is_leader: bool,
+    pub(crate) current_leader: Option<NodeId>,
+    pub(crate) commit_index: Option<u64>,
+    pub(crate) applied_index: Option<u64>,
+    pub(crate) voters: usize,
+    pub(crate) learners: usize,
+}
+
+impl RaftSample {
+    /// What openraft's metrics (and the committed index, read separately) say.
+    pub(crate) fn from_metrics(
+        m: &openraft::RaftMetrics<NodeId, MemberNode>,
+        committed: Option<u64>,
+    ) -> RaftSample {
+        let membership = m.membership_config.membership();
+        RaftSample {
+            term: m.current_term,
+            is_leader: m.current_leader == Some(m.id),
+            current_leader: m.current_leader,
+            commit_index: committed,
+            applied_index: m.last_applied.map(|l| l.index),
+            voters: membership.voter_ids().count(),
+            learners: membership.learner_ids().count(),
+        }
+    }
+}
+
+/// Every metric of one member.
+pub(crate) struct Metrics {
+    registry: Registry,
+    term: Gauge,
+    is_leader: Gauge,
+    current_leader: Gauge,
+    commit_index: Gauge,
+    applied_index: Gauge,
+    voters: Gauge,
+    learners: Gauge,
+    admin_calls: Family<CallLabels, Counter>,
+}
+
+fn gauge(registry: &mut Registry, name: &str, help: &str) -> Gauge {
+    let g = Gauge::default();
+    registry.register(name, help, g.clone());
+    g
+}
+
+fn as_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("pvefleet");
+        let term = gauge(&mut registry, "raft_term", "The current Raft term");
+        let is_leader = gauge(
+            &mut registry,
+            "raft_is_leader",
+            "1 if this member is the Raft leader, else 0",
+        );
+        let current_leader = gauge(
+            &mut registry,
+            "raft_current_leader",
+            "Node id of the current leader (0 when none is known)",
+        );
+        let commit_index = gauge(
+            &mut registry,
+            "raft_commit_index",
+            "Index of the last committed log entry this member knows",
+        );
+        let applied_index = gauge(
+            &mut registry,
+            "raft_applied_index",
+            "Index of the last log entry applied to this member's state machine",
+        );
+        let voters = gauge(
+            &mut registry,
+            "raft_members",
+            "Voting members of the Raft group",
+        );
+        let learners = gauge(
+            &mut registry,
+            "raft_learners",
+            "Non-voting members (catching up) of the Raft group",
+        );
+        let admin_calls = Family::<CallLabels, Counter>::default();
+        registry.register(
+            "admin_calls",
+            "Admin calls answered by this member, by method and outcome",
+            admin_calls.clone(),
+        );
+        Metrics {
+            registry,
+            term,
+            is_leader,
+            current_leader,
+            commit_index,
+            applied_index,
+            voters,
+            learners,
+            admin_calls,
+        }
+    }
+
+    /// Counts one answered admin call (`ok` or the refusal's code).
+    pub(crate) fn admin_call<T>(&self, method: &str, outcome: &Result<T, RemoteError>) {
+        let outcome = match outcome {
+            Ok(_) => "ok",
+            Err(e) => e.code.as_str(),
+        };
+        self.admin_calls
+            .get_or_create(&CallLabels {
+                method: method.to_string(),
+                outcome: outcome.to_string(),
+            })
+            .inc();
+    }
+
+    /// Sets the Raft gauges.
+    pub(crate) fn observe(&self, s: &RaftSample) {
+        self.term.set(as_i64(s.term));
+        self.is_leader.set(i64::from(s.is_leader));
+        self.current_leader
+            .set(as_i64(s.current_leader.unwrap_or(0)));
+        self.commit_index.set(as_i64(s.commit_index.unwrap_or(0)));
+        self.applied_index.set(as_i64(s.applied_index.unwrap_or(0)));
+        self.voters.set(as_i64(s.voters as u64));
+        self.learners.set(as_i64(s.learners as u64));
+    }
+
+    /// The OpenMetrics text of every metric.
+    pub(crate) fn render(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendered_metrics_name_the_raft_view_and_admin_calls() {
+        let m = Metrics::new();
+        m.observe(&RaftSample {
+            term: 3,
+            is_leader: true,
+            current_leader: Some(2),
+            commit_index: Some(17),
+            applied_index: Some(16),
+            voters: 3,
+            learners: 1,
+        });
+        m.admin_call::<()>("admin.vm_apply", &Ok(()));
+        m.admin_call::<()>("admin.vm_apply", &Err(RemoteError::conflict("taken")));
+        let text = m.render().unwrap();
+        for line in [
+            "pvefleet_raft_term 3",
+            "pvefleet_raft_is_leader 1",
+            "pvefleet_raft_current_leader 2",
+            "pvefleet_raft_commit_index 17",
+            "pvefleet_raft_applied_index 16",
+            "pvefleet_raft_members 3",
+            "pvefleet_raft_learners 1",
+            r#"pvefleet_admin_calls_total{method="admin.vm_apply",outcome="ok"} 1"#,
+            r#"pvefleet_admin_calls_total{method="admin.vm_apply",outcome="conflict"} 1"#,
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}

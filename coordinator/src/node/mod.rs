@@ -1,0 +1,280 @@
+//! A running coordinator member: Raft on its sled store, one QUIC endpoint serving the Raft,
+//! Admin and Join services (gated by the revoked ids of the fleet state), the local HTTP port,
+//! and the task that settles its membership (founder init or promotion).
+//!
+//! ```text
+//!  start: NodeDir ─▶ TLS + CA ─▶ raft store ─▶ openraft ─▶ Endpoint::server(Raft, Admin, Join)
+//!         ─▶ Server (router: raft::network + admin + join, gate) ─▶ HTTP ─▶ settle membership
+//!  run:   wait for shutdown ─▶ stop settling ─▶ stop accepting, answer calls in flight
+//!         ─▶ raft.shutdown() ─▶ close connections and the endpoint
+//! ```
+
+pub(crate) mod gate;
+pub(crate) mod membership;
+pub(crate) mod raft_setup;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bootstrap::NodeDir;
+use protocol::Role;
+use raft::NodeId;
+use raft::store::MachineHandle;
+use raft::types::Raft;
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use transport::{Endpoint, Server, Service, TransportError};
+
+use crate::config::{NodeSettings, RAFT_DIR, RunConfig};
+use crate::error::CoordinatorError;
+use crate::forward::{Forwarder, Target};
+use crate::http::HttpServer;
+use crate::http::metrics::Metrics;
+use crate::service::{Ctx, admin};
+use crate::state::FleetState;
+
+/// Bound on the teardown steps that wait for others (calls in flight, HTTP requests).
+const TEARDOWN_WAIT: Duration = Duration::from_secs(30);
+/// How long the endpoint waits for peers to learn that it closed.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// A forwarded call must answer before the caller's own call deadline expires.
+const FORWARD_MARGIN: Duration = Duration::from_secs(1);
+
+/// What `pvefleet-coordinator run` prints on stdout once the member is ready (one JSON line).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadyLine {
+    /// The member's node id.
+    pub node_id: NodeId,
+    /// Its QUIC address.
+    pub listen: String,
+    /// Its local HTTP address.
+    pub http: String,
+}
+
+/// Starts coordinator members.
+#[derive(Debug)]
+pub struct CoordinatorNode;
+
+/// A started member; [`RunningNode::run`] serves it until shutdown.
+pub struct RunningNode {
+    ctx: Arc<Ctx>,
+    endpoint: Endpoint,
+    listen: SocketAddr,
+    http: SocketAddr,
+    server: JoinHandle<Result<(), TransportError>>,
+    tasks: TaskTracker,
+    serve: CancellationToken,
+    settle: CancellationToken,
+    ready: watch::Receiver<Option<ReadyLine>>,
+}
+
+impl std::fmt::Debug for RunningNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningNode")
+            .field("node_id", &self.ctx.node_id)
+            .field("listen", &self.listen)
+            .field("http", &self.http)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CoordinatorNode {
+    /// Loads the member in `config.data_dir`, opens its store, starts Raft, binds and serves its
+    /// QUIC and HTTP ports, and starts settling its membership (see [`RunningNode::ready`]).
+    pub async fn start(config: RunConfig) -> Result<RunningNode, CoordinatorError> {
+        let dir = config.data_dir.clone();
+        let node_dir = NodeDir::new(&dir);
+        let load = |e| CoordinatorError::load(&dir, e);
+        let cluster = node_dir.read_cluster_config().map_err(load)?;
+        if cluster.role != Role::Coordinator {
+            return Err(CoordinatorError::NotCoordinator {
+                dir,
+                role: cluster.role,
+            });
+        }
+        let settings = NodeSettings::load(&dir)?;
+        let tls = node_dir.load_node_material().map_err(load)?;
+        let ca = node_dir.load_ca().map_err(load)?;
+        let raft_config = raft_setup::raft_config(config.snapshot_logs)?;
+        let (log_store, sm_store) = raft_setup::open_store(&dir.join(RAFT_DIR)).await?;
+        let machine: MachineHandle<FleetState> = sm_store.machine();
+
+        let tcfg = raft_setup::transport_config();
+        let forward_deadline = tcfg.call_timeout.saturating_sub(FORWARD_MARGIN);
+        let services = [Service::Raft, Service::Admin, Service::Join];
+        let endpoint =
+            Endpoint::server(settings.listen, &tls, &services, tcfg).map_err(|source| {
+                CoordinatorError::Endpoint {
+                    addr: settings.listen,
+                    source,
+                }
+            })?;
+        let network = raft::network::Network::new(endpoint.clone());
+        let raft = Raft::new(cluster.node_id, raft_config, network, log_store, sm_store)
+            .await
+            .map_err(|e| CoordinatorError::RaftStart(e.to_string()))?;
+
+        let http_addr = config
+            .http
+            .or(settings.http)
+            .unwrap_or((Ipv4Addr::LOCALHOST, 0).into());
+        let listener = match TcpListener::bind(http_addr).await {
+            Ok(l) => l,
+            Err(source) => {
+                let _ = raft.shutdown().await;
+                return Err(CoordinatorError::HttpBind {
+                    addr: http_addr,
+                    source,
+                });
+            }
+        };
+        let http = listener
+            .local_addr()
+            .map_err(|source| CoordinatorError::HttpBind {
+                addr: http_addr,
+                source,
+            })?;
+
+        let metrics = Arc::new(Metrics::new());
+        let ctx = Arc::new(Ctx {
+            node_id: cluster.node_id,
+            cluster_id: cluster.cluster_id.clone(),
+            raft: raft.clone(),
+            machine: machine.clone(),
+            forwarder: Forwarder::new(endpoint.clone(), forward_deadline),
+            ca,
+            metrics: Arc::clone(&metrics),
+        });
+        let mut router = transport::Router::new();
+        raft::network::register(&mut router, raft.clone());
+        admin::register(&mut router, &ctx);
+        let server = Server::new(endpoint.clone(), router).with_gate(gate::gate(machine));
+
+        let serve = CancellationToken::new();
+        let settle = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        let server = tokio::spawn(server.run(serve.clone()));
+        tasks.spawn(HttpServer::new(listener, raft.clone(), metrics).run(serve.clone()));
+
+        let (ready_tx, ready) = watch::channel(None);
+        let line = ReadyLine {
+            node_id: cluster.node_id,
+            listen: settings.listen.to_string(),
+            http: http.to_string(),
+        };
+        let seeds = cluster
+            .members
+            .iter()
+            .filter(|m| m.node_id != cluster.node_id)
+            .map(|m| Target {
+                id: m.node_id,
+                addr: m.addr.clone(),
+            })
+            .collect();
+        let settling = membership::Settle {
+            ctx: Arc::clone(&ctx),
+            data_dir: dir.clone(),
+            settings: settings.clone(),
+            seeds,
+        };
+        let settle_token = settle.clone();
+        tasks.spawn(async move {
+            if settling.run(settle_token).await {
+                let _ = ready_tx.send(Some(line));
+            }
+        });
+        tracing::info!(node_id = cluster.node_id, listen = %settings.listen, %http, "coordinator started");
+        Ok(RunningNode {
+            ctx,
+            endpoint,
+            listen: settings.listen,
+            http,
+            server,
+            tasks,
+            serve,
+            settle,
+            ready,
+        })
+    }
+}
+
+impl RunningNode {
+    /// This member's node id.
+    pub fn node_id(&self) -> NodeId {
+        self.ctx.node_id
+    }
+
+    /// The QUIC address it serves on.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.listen
+    }
+
+    /// The local HTTP address (the actual port when bound to port 0).
+    pub fn http_addr(&self) -> SocketAddr {
+        self.http
+    }
+
+    /// The local Raft node (metrics, waits).
+    pub fn raft(&self) -> &Raft {
+        &self.ctx.raft
+    }
+
+    /// Runs `f` on this member's applied fleet state (a stale read).
+    pub fn read_state<T>(&self, f: impl FnOnce(&FleetState) -> T) -> Option<T> {
+        self.ctx.machine.read(f).ok()
+    }
+
+    /// Resolves with the ready line once the membership is settled (founder initialized, or
+    /// joined member promoted); `None` if the member stopped first.
+    pub fn ready(&self) -> impl std::future::Future<Output = Option<ReadyLine>> + Send + 'static {
+        let mut ready = self.ready.clone();
+        async move {
+            ready
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|r| r.clone())
+        }
+    }
+
+    /// Serves until `shutdown` is cancelled (or the server fails), then tears down in order:
+    /// stop settling the membership, stop accepting and answer the calls in flight, stop
+    /// Raft, close the connections and the endpoint.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), CoordinatorError> {
+        let mut server = self.server;
+        let served = tokio::select! {
+            () = shutdown.cancelled() => None,
+            result = &mut server => Some(result),
+        };
+        tracing::info!(node_id = self.ctx.node_id, "coordinator stopping");
+        self.settle.cancel();
+        self.serve.cancel();
+        let served = match served {
+            Some(result) => result,
+            None => match tokio::time::timeout(TEARDOWN_WAIT, &mut server).await {
+                Ok(result) => result,
+                Err(_) => {
+                    server.abort();
+                    Ok(Ok(()))
+                }
+            },
+        };
+        self.tasks.close();
+        let _ = tokio::time::timeout(TEARDOWN_WAIT, self.tasks.wait()).await;
+        let stopped = self.ctx.raft.shutdown().await;
+        self.ctx.forwarder.close().await;
+        self.endpoint.close(CLOSE_GRACE).await;
+        tracing::info!(node_id = self.ctx.node_id, "coordinator stopped");
+        stopped.map_err(|e| CoordinatorError::RaftShutdown(e.to_string()))?;
+        match served {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(CoordinatorError::Serve(e)),
+            Err(e) => Err(CoordinatorError::Task(format!("the QUIC server: {e}"))),
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The Admin and Join handlers of a member: every request of `protocol::admin` is registered
+//! here, as a read (pure function of the state, linearizable unless it asks for stale), a write
+//! (request → command at the leader's time → reply) or one of the few requests with their own
+//! logic (status, tokens, membership). Each answer is counted by method and outcome.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use protocol::Role;
+use protocol::admin::{
+    AllocateIp, AllocateVmid, ClusterStatus, ClusterStatusReply, Events, FleetGet, HostList,
+    MemberList, MemberPromote, MemberRemove, PoolApply, PoolDelete, PoolList, ReadMode,
+    SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList,
+    VmApply, VmDelete, VmGet, VmList, VmidRangeApply, VmidRangeDelete, VmidRangeList,
+};
+use protocol::fleet::UnixMillis;
+use protocol::join::JoinRequest;
+use transport::{Caller, RemoteError, Router, Rpc, Service};
+
+use super::status::cluster_status;
+use super::{Ctx, reads, writes};
+use crate::state::{Command, CommandReply, FleetState};
+use crate::tokens::Now;
+
+type ReadFn<R> = fn(&FleetState, &R) -> Result<<R as Rpc>::Response, RemoteError>;
+type BuildFn<R> = fn(&R, UnixMillis) -> Result<Command, RemoteError>;
+type ReplyFn<R> = fn(&R, CommandReply) -> Result<<R as Rpc>::Response, RemoteError>;
+
+/// Registers every Admin request and the Join request for `ctx`.
+pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
+    read::<MemberList>(router, ctx, |r| r.read, reads::member_list);
+    read::<HostList>(router, ctx, |r| r.read, reads::host_list);
+    read::<SettingsGet>(router, ctx, |r| r.read, reads::settings_get);
+    read::<FleetGet>(router, ctx, |r| r.read, reads::fleet_get);
+    read::<VmList>(router, ctx, |r| r.read, reads::vm_list);
+    read::<VmGet>(router, ctx, |r| r.read, reads::vm_get);
+    read::<PoolList>(router, ctx, |r| r.read, reads::pool_list);
+    read::<VmidRangeList>(router, ctx, |r| r.read, reads::vmid_range_list);
+    read::<VipList>(router, ctx, |r| r.read, reads::vip_list);
+    read::<TokenList>(router, ctx, |r| r.read, reads::token_list);
+    read::<Events>(router, ctx, |r| r.read, reads::events);
+
+    write::<SettingsPut>(
+        router,
+        ctx,
+        writes::settings_put,
+        writes::settings_put_reply,
+    );
+    write::<VmApply>(router, ctx, writes::vm_apply, writes::vm_apply_reply);
+    write::<VmDelete>(router, ctx, writes::vm_delete, writes::vm_delete_reply);
+    write::<AllocateVmid>(
+        router,
+        ctx,
+        writes::allocate_vmid,
+        writes::allocate_vmid_reply,
+    );
+    write::<PoolApply>(router, ctx, writes::pool_apply, writes::pool_apply_reply);
+    write::<PoolDelete>(router, ctx, writes::pool_delete, writes::pool_delete_reply);
+    write::<AllocateIp>(router, ctx, writes::allocate_ip, writes::allocate_ip_reply);
+    write::<VmidRangeApply>(
+        router,
+        ctx,
+        writes::vmid_range_apply,
+        writes::vmid_range_apply_reply,
+    );
+    write::<VmidRangeDelete>(
+        router,
+        ctx,
+        writes::vmid_range_delete,
+        writes::vmid_range_delete_reply,
+    );
+    write::<VipApply>(router, ctx, writes::vip_apply, writes::vip_apply_reply);
+    write::<VipDelete>(router, ctx, writes::vip_delete, writes::vip_delete_reply);
+    write::<TokenRevoke>(
+        router,
+        ctx,
+        writes::token_revoke,
+        writes::token_revoke_reply,
+    );
+
+    custom::<TokenCreate, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.token_create(&r).await }
+        })
+        .await
+    });
+    custom::<MemberRemove, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.member_remove(&r).await }
+        })
+        .await
+    });
+    custom::<MemberPromote, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.member_promote(&r).await }
+        })
+        .await
+    });
+    custom::<ClusterStatus, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.status(&caller, req).await
+    });
+
+    let join = Arc::clone(ctx);
+    router.handle(Service::Join, move |_caller: Caller, req: JoinRequest| {
+        let ctx = Arc::clone(&join);
+        async move {
+            let outcome = ctx.join(&req).await;
+            ctx.metrics.admin_call(JoinRequest::METHOD, &outcome);
+            outcome
+        }
+    });
+}
+
+/// A read: local for `ReadMode::Stale`, else on the leader after a quorum check.
+fn read<R: Rpc + Clone>(
+    router: &mut Router,
+    ctx: &Arc<Ctx>,
+    mode: fn(&R) -> ReadMode,
+    f: ReadFn<R>,
+) {
+    custom::<R, _, _>(router, ctx, move |ctx, caller, req| async move {
+        if mode(&req) == ReadMode::Stale {
+            return ctx.read_local(|s| f(s, &req))?;
+        }
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move {
+                ctx.confirm_linearizable().await?;
+                ctx.read_local(|s| f(s, &r))?
+            }
+        })
+        .await
+    });
+}
+
+/// A write: on the leader, the request becomes a command at the leader's time.
+fn write<R: Rpc + Clone>(
+    router: &mut Router,
+    ctx: &Arc<Ctx>,
+    build: BuildFn<R>,
+    reply: ReplyFn<R>,
+) {
+    custom::<R, _, _>(router, ctx, move |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move {
+                let cmd = build(&r, Now::read().millis)?;
+                reply(&r, ctx.propose(&cmd).await?)
+            }
+        })
+        .await
+    });
+}
+
+/// Registers `f` for `R` on the Admin service, counting each answer.
+fn custom<R, F, Fut>(router: &mut Router, ctx: &Arc<Ctx>, f: F)
+where
+    R: Rpc + Clone,
+    F: Fn(Arc<Ctx>, Caller, R) -> Fut + Send + Sync + Copy + 'static,
+    Fut: Future<Output = Result<R::Response, RemoteError>> + Send + 'static,
+{
+    let ctx = Arc::clone(ctx);
+    router.handle(Service::Admin, move |caller: Caller, req: R| {
+        let ctx = Arc::clone(&ctx);
+        async move {
+            let outcome = f(Arc::clone(&ctx), caller, req).await;
+            ctx.metrics.admin_call(R::METHOD, &outcome);
+            outcome
+        }
+    });
+}
+
+impl Ctx {
+    /// The Raft view of this member.
+    pub(crate) async fn local_status(&self) -> Result<ClusterStatusReply, RemoteError> {
+        let committed = self
+            .raft
+            .with_raft_state(|st| st.committed.map(|l| l.index))
+            .await
+            .map_err(|e| RemoteError::unavailable(format!("raft is not running: {e}")))?;
+        let metrics = self.raft.metrics().borrow().clone();
+        Ok(cluster_status(&self.cluster_id, &metrics, committed))
+    }
+
+    /// The leader's view when it can be had (it alone knows replication progress), else this
+    /// member's own: status must work without a quorum, when it is needed most.
+    async fn status(
+        &self,
+        caller: &Caller,
+        req: ClusterStatus,
+    ) -> Result<ClusterStatusReply, RemoteError> {
+        let from_member = caller.peer.is_some_and(|p| p.role == Role::Coordinator);
+        if !from_member
+            && let Some(leader) = self.known_leader()
+            && leader.id != self.node_id
+            && let Ok(view) = self.forwarder.call(&leader, &req).await
+        {
+            return Ok(view);
+        }
+        self.local_status().await
+    }
+}

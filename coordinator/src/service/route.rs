@@ -1,0 +1,124 @@
+//! Where an admin request runs: on the leader (writes, linearizable reads) or locally (stale
+//! reads), forwarding from followers at most one hop, and the two leader-side primitives,
+//! proposing a command and confirming a linearizable read.
+
+use std::future::Future;
+use std::time::Duration;
+
+use protocol::Role;
+use transport::{Caller, RemoteError, Rpc, TransportError};
+
+use super::Ctx;
+use super::errors::{is_not_leader, read_error, state_error, write_error};
+use crate::forward::ForwardError;
+use crate::state::{Command, CommandReply, StateError, decode_reply, encode_command};
+
+/// How many times a request is re-routed after the leader changed under it.
+const ROUTE_ATTEMPTS: usize = 4;
+/// Pause before re-routing, so a new election can finish.
+const REROUTE_PAUSE: Duration = Duration::from_millis(250);
+/// Bound on the wait for the local state machine to reach a linearizable read's index.
+const READ_APPLY_WAIT: Duration = Duration::from_secs(10);
+
+impl Ctx {
+    /// Runs `local` on the leader: here if this member leads, else forwarded to the leader.
+    /// A request that came from another coordinator is not forwarded again (it was forwarded
+    /// once already): it is answered `NotLeader` with the hint, and its sender re-routes.
+    ///
+    /// Only failures that prove nothing was applied (`NotLeader`, a dial that sent nothing)
+    /// are retried; a forwarded call whose reply was lost is reported as `Unavailable`.
+    pub(crate) async fn on_leader<R, F, Fut>(
+        &self,
+        caller: &Caller,
+        req: R,
+        mut local: F,
+    ) -> Result<R::Response, RemoteError>
+    where
+        R: Rpc + Clone,
+        F: FnMut(R) -> Fut,
+        Fut: Future<Output = Result<R::Response, RemoteError>>,
+    {
+        let from_member = caller.peer.is_some_and(|p| p.role == Role::Coordinator);
+        let mut last = None;
+        for attempt in 0..ROUTE_ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(REROUTE_PAUSE).await;
+            }
+            let leader = self.leader().await?;
+            if leader.id == self.node_id {
+                match local(req.clone()).await {
+                    Err(e) if is_not_leader(&e) && !from_member => last = Some(e),
+                    other => return other,
+                }
+                continue;
+            }
+            if from_member {
+                return Err(self.not_leader());
+            }
+            match self.forwarder.call(&leader, &req).await {
+                Ok(reply) => return Ok(reply),
+                Err(ForwardError::Call(TransportError::Remote(e))) if is_not_leader(&e) => {
+                    last = Some(e);
+                }
+                Err(ForwardError::Call(TransportError::Remote(e))) => return Err(e),
+                Err(e @ ForwardError::NotSent { .. }) => {
+                    last = Some(RemoteError::unavailable(e.to_string()));
+                }
+                Err(ForwardError::Call(e)) => {
+                    return Err(RemoteError::unavailable(format!(
+                        "{}: forwarded to leader {} at {} but got no answer ({e}); the request \
+                         may or may not have been applied: check before retrying",
+                        R::METHOD,
+                        leader.id,
+                        leader.addr
+                    )));
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| self.not_leader()))
+    }
+
+    /// Proposes `cmd` through Raft on this member (the leader) and returns the state
+    /// machine's reply; a refusal by the state machine becomes the matching `RemoteError`.
+    pub(crate) async fn propose(&self, cmd: &Command) -> Result<CommandReply, RemoteError> {
+        self.propose_raw(cmd).await?.map_err(state_error)
+    }
+
+    /// Like [`Ctx::propose`], but a refusal by the state machine is returned as it is.
+    pub(crate) async fn propose_raw(
+        &self,
+        cmd: &Command,
+    ) -> Result<Result<CommandReply, StateError>, RemoteError> {
+        let bytes = encode_command(cmd)
+            .map_err(|e| RemoteError::internal(format!("encode command: {e}")))?;
+        let written = self
+            .raft
+            .client_write(raft::Command(bytes))
+            .await
+            .map_err(write_error)?;
+        let reply = decode_reply(&written.data.0)
+            .map_err(|e| RemoteError::internal(format!("decode reply: {e}")))?;
+        Ok(reply.into_result())
+    }
+
+    /// Confirms with a quorum that this member still leads and waits until its state machine
+    /// has applied everything committed before the read: a read after this sees every write
+    /// acknowledged before it.
+    pub(crate) async fn confirm_linearizable(&self) -> Result<(), RemoteError> {
+        let (read_log_id, _applied) = self.raft.get_read_log_id().await.map_err(read_error)?;
+        let Some(read) = read_log_id else {
+            return Ok(());
+        };
+        self.raft
+            .wait(Some(READ_APPLY_WAIT))
+            .applied_index_at_least(Some(read.index), "linearizable read")
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                RemoteError::unavailable(format!(
+                    "the state machine did not reach index {} in time: {e}",
+                    read.index
+                ))
+            })
+    }
+}
