@@ -13,18 +13,23 @@
 //!      └── deadline (`timeout`, default 10 s) ─────▶ Err(Unavailable) naming every failure
 //! ```
 //!
+//! A client made from a configuration renews its admin certificate before its first call when
+//! the certificate is due (see `renew`); an expired one is refused before any call.
+//!
 //! A request whose reply was lost (the member died mid-call) is sent again to the next member:
 //! admin writes are keyed by name (`vm apply` twice is `unchanged` the second time), but
 //! `AllocateIp` and `TokenCreate` may then take effect twice.
 
 mod error;
 mod policy;
+mod renew;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use protocol::join::RenewRequest;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use transport::{
@@ -33,8 +38,11 @@ use transport::{
 
 pub use error::{AttemptFailure, ClientError};
 use policy::{Outcome, attempt_order, attempt_timeout, backoff, classify};
+use renew::{DueCertificate, RenewalError};
 
 use crate::cli::config::{CliConfig, ConfigError, CoordinatorAddr};
+use crate::cli::output::human::timestamp;
+use crate::tokens::{Now, secs_to_millis};
 
 /// How long a call may take, retries included, unless [`AdminClient::with_timeout`] says
 /// otherwise.
@@ -44,6 +52,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a handshake may take before the next member is dialed as well.
 const STAGGER: Duration = Duration::from_millis(150);
+/// The longest a certificate renewal may delay the first call: the old certificate is still
+/// valid, so a slow cluster costs a warning, not the command.
+const RENEW_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where a client's warnings go (e.g. a failed certificate renewal).
+pub type WarningSink = fn(&str);
 
 /// A client of the Admin service of a coordinator cluster. Cheap to clone; clones share the
 /// endpoint, the open connections and what was learned about the leader.
@@ -51,12 +65,16 @@ const STAGGER: Duration = Duration::from_millis(150);
 pub struct AdminClient {
     inner: Arc<Inner>,
     timeout: Duration,
+    warn: WarningSink,
 }
 
 #[derive(Debug)]
 struct Inner {
     endpoint: Endpoint,
     routes: Mutex<Routes>,
+    /// The configured certificate, while it is due and not yet renewed. Held across the
+    /// renewal so that concurrent first calls wait for it and then use the new certificate.
+    renewal: tokio::sync::Mutex<Option<DueCertificate>>,
 }
 
 /// Which members to try: the configured ones, those learned from leader hints, the last one
@@ -81,9 +99,15 @@ enum RoundEnd<T> {
 impl AdminClient {
     /// A client with the configuration's certificate and members. The key file must be private
     /// (0600). Must be called inside a Tokio runtime (the endpoint's socket is driven by it).
+    ///
+    /// An expired certificate is refused here ([`ClientError::CertificateExpired`]); one due
+    /// for renewal is renewed before the first call and written over the configured `cert`
+    /// file (a failure is reported to [`with_warnings`](Self::with_warnings)'s sink and the old
+    /// certificate is used).
     pub fn from_config(config: &CliConfig) -> Result<AdminClient, ClientError> {
         let tls = config.load_material()?;
-        AdminClient::new(&tls, config.coordinators.clone())
+        let due = renew::plan(config, &tls, Now::read().secs())?;
+        AdminClient::build(&tls, config.coordinators.clone(), due)
     }
 
     /// A client presenting `tls` (an admin or coordinator certificate) to `coordinators`.
@@ -91,6 +115,14 @@ impl AdminClient {
     pub fn new(
         tls: &TlsMaterial,
         coordinators: Vec<CoordinatorAddr>,
+    ) -> Result<AdminClient, ClientError> {
+        AdminClient::build(tls, coordinators, None)
+    }
+
+    fn build(
+        tls: &TlsMaterial,
+        coordinators: Vec<CoordinatorAddr>,
+        due: Option<DueCertificate>,
     ) -> Result<AdminClient, ClientError> {
         if coordinators.is_empty() {
             return Err(ClientError::Config(ConfigError::Invalid {
@@ -117,9 +149,18 @@ impl AdminClient {
             inner: Arc::new(Inner {
                 endpoint,
                 routes: Mutex::new(routes),
+                renewal: tokio::sync::Mutex::new(due),
             }),
             timeout: DEFAULT_TIMEOUT,
+            warn: log_warning,
         })
+    }
+
+    /// The same client reporting its warnings to `sink` instead of the log (the CLI prints
+    /// them on standard error).
+    pub fn with_warnings(mut self, sink: WarningSink) -> AdminClient {
+        self.warn = sink;
+        self
     }
 
     /// The same client with another overall deadline per call (retries included).
@@ -141,7 +182,58 @@ impl AdminClient {
     /// Sends `req` to the cluster and returns its reply, following leader hints and retrying
     /// unreachable or unavailable members with back-off until the timeout.
     pub async fn call<R: Rpc>(&self, req: &R) -> Result<R::Response, ClientError> {
-        let deadline = Instant::now() + self.timeout;
+        self.renew_if_due().await;
+        self.call_within(req, self.timeout).await
+    }
+
+    /// Renews the configured certificate if it is due and not renewed yet (once per client).
+    async fn renew_if_due(&self) {
+        let mut slot = self.inner.renewal.lock().await;
+        let Some(due) = slot.take() else {
+            return;
+        };
+        match self.renew(&due).await {
+            Ok(renewed) => tracing::info!(
+                path = %due.cert_path.display(),
+                not_after = renewed.not_after,
+                "renewed the admin certificate"
+            ),
+            Err(e) => (self.warn)(&format!(
+                "the admin certificate {} is due for renewal but was not renewed ({e}); it is \
+                 still valid and used until {}; the next command tries again",
+                due.cert_path.display(),
+                timestamp(secs_to_millis(due.current.not_after)),
+            )),
+        }
+    }
+
+    async fn renew(&self, due: &DueCertificate) -> Result<bootstrap::CertIdentity, RenewalError> {
+        let (key, csr_pem) = due.csr_pem()?;
+        let limit = self.timeout.min(RENEW_TIMEOUT);
+        let reply = self.call_within(&RenewRequest { csr_pem }, limit).await?;
+        let (material, renewed) = due.accept(&key, &reply.cert_pem)?;
+        self.inner.endpoint.reload(&material)?;
+        // Open connections were made with the old certificate: redial with the new one.
+        let open: Vec<Connection> = self
+            .inner
+            .routes()
+            .connections
+            .drain()
+            .map(|(_, c)| c)
+            .collect();
+        for connection in open {
+            connection.close().await;
+        }
+        Ok(renewed)
+    }
+
+    /// [`call`](Self::call) with its own overall deadline and no renewal check.
+    async fn call_within<R: Rpc>(
+        &self,
+        req: &R,
+        timeout: Duration,
+    ) -> Result<R::Response, ClientError> {
+        let deadline = Instant::now() + timeout;
         let mut failures: Vec<AttemptFailure> = Vec::new();
         let mut round: u32 = 0;
         let mut hops = 0;
@@ -167,7 +259,7 @@ impl AdminClient {
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
                 return Err(ClientError::Unavailable {
-                    after: self.timeout,
+                    after: timeout,
                     failures,
                 });
             }
@@ -355,6 +447,11 @@ impl Inner {
             .insert(member.clone(), connection.clone());
         Ok(connection)
     }
+}
+
+/// The default [`WarningSink`]: the log.
+fn log_warning(message: &str) {
+    tracing::warn!("{message}");
 }
 
 /// Replaces the member's earlier failure, or appends it.

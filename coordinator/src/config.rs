@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,10 @@ impl NodeSettings {
     }
 }
 
+/// How often a running member checks whether its certificate is due for renewal: an hour,
+/// small against the third of a leaf's life (10 days by default) left to renew it in.
+pub const DEFAULT_RENEW_CHECK: Duration = Duration::from_secs(3600);
+
 /// The options of one `pvefleet-coordinator run`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunConfig {
@@ -80,6 +85,9 @@ pub struct RunConfig {
     pub http: Option<SocketAddr>,
     /// Build a Raft snapshot after this many log entries (default: raft's policy).
     pub snapshot_logs: Option<u64>,
+    /// How often the member checks whether its certificate is due for renewal (also once at
+    /// start); [`DEFAULT_RENEW_CHECK`] unless a test wants it sooner. At least a second.
+    pub renew_check: Duration,
 }
 
 impl RunConfig {
@@ -89,6 +97,7 @@ impl RunConfig {
             data_dir: data_dir.into(),
             http: None,
             snapshot_logs: None,
+            renew_check: DEFAULT_RENEW_CHECK,
         }
     }
 }

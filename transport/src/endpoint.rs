@@ -1,10 +1,12 @@
 //! `Endpoint`: one UDP socket with its TLS identity. A server endpoint accepts the services it
 //! was built for (see `Server`) and also dials; a client endpoint only dials; a join client
-//! dials the Join service without a certificate, trusting a pinned CA hash.
+//! dials the Join service without a certificate, trusting a pinned CA hash. A certificate
+//! endpoint can swap its certificate for new connections (`reload`), so a renewed certificate
+//! takes effect without dropping the connections already open.
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use crate::codes::{CLOSE_DONE, CLOSE_WRONG_PEER};
@@ -29,10 +31,15 @@ pub struct Endpoint {
 #[derive(Debug)]
 struct Inner {
     quic: quinn::Endpoint,
-    clients: Clients,
+    /// Replaced whole by `reload`; a dial clones the configuration it needs and releases the
+    /// lock before awaiting anything.
+    clients: RwLock<Clients>,
     services: Vec<Service>,
     identity: Option<PeerIdentity>,
     cfg: TransportConfig,
+    /// Whether a `Server` stopped accepting on this endpoint: `reload` must not turn accepting
+    /// back on. The lock also orders `reload` against that stop.
+    accepting_stopped: Mutex<bool>,
 }
 
 #[derive(Debug)]
@@ -123,10 +130,11 @@ impl Endpoint {
     ) -> Endpoint {
         let inner = Inner {
             quic,
-            clients,
+            clients: RwLock::new(clients),
             services,
             identity,
             cfg,
+            accepting_stopped: Mutex::new(false),
         };
         Endpoint {
             inner: Arc::new(inner),
@@ -171,15 +179,17 @@ impl Endpoint {
         peer: PeerIdentity,
         service: Service,
     ) -> Result<Connection, TransportError> {
-        let Clients::Mutual(configs) = &self.inner.clients else {
-            return Err(TransportError::Unsupported(
-                "dial with a certificate (join client)",
-            ));
+        let config = match &*self.clients() {
+            Clients::Mutual(configs) => configs
+                .get(&service)
+                .cloned()
+                .ok_or(TransportError::Unsupported("dial this service"))?,
+            Clients::Join(_) => {
+                return Err(TransportError::Unsupported(
+                    "dial with a certificate (join client)",
+                ));
+            }
         };
-        let config = configs
-            .get(&service)
-            .cloned()
-            .ok_or(TransportError::Unsupported("dial this service"))?;
         let name = peer.names().dns;
         let quic = dial(
             &self.inner.quic,
@@ -202,18 +212,14 @@ impl Endpoint {
 
     /// Dials the Join service of any coordinator at `addr` (join clients only).
     pub async fn connect_join(&self, addr: SocketAddr) -> Result<Connection, TransportError> {
-        let Clients::Join(config) = &self.inner.clients else {
-            return Err(TransportError::Unsupported("dial Join (not a join client)"));
+        let config = match &*self.clients() {
+            Clients::Join(config) => config.clone(),
+            Clients::Mutual(_) => {
+                return Err(TransportError::Unsupported("dial Join (not a join client)"));
+            }
         };
         let deadline = self.inner.cfg.connect_timeout;
-        let quic = dial(
-            &self.inner.quic,
-            config.clone(),
-            addr,
-            JOIN_SERVER_NAME,
-            deadline,
-        )
-        .await?;
+        let quic = dial(&self.inner.quic, config, addr, JOIN_SERVER_NAME, deadline).await?;
         // The pinned verifier already required a coordinator; read who it was.
         let found = peer_of(&quic)?.filter(|p| p.role == Role::Coordinator);
         if found.is_none() {
@@ -223,6 +229,73 @@ impl Endpoint {
             ));
         }
         Ok(Connection::new(quic, found, Service::Join, &self.inner.cfg))
+    }
+
+    /// Presents the certificate of `tls` on every connection made or accepted from now on, as
+    /// a server and as a client, trusting the CA of `tls` (the cluster CA, as before). The
+    /// connections already open keep the certificate they were made with and go on working.
+    ///
+    /// The new certificate must carry this endpoint's identity: a renewal, not another node.
+    /// On any error nothing changes. Join clients have no certificate to reload.
+    pub fn reload(&self, tls: &TlsMaterial) -> Result<(), TransportError> {
+        let Some(identity) = self.inner.identity else {
+            return Err(TransportError::Unsupported(
+                "reload a certificate (join client)",
+            ));
+        };
+        let material = tls.parse()?;
+        if material.identity != identity {
+            return Err(TransportError::Identity(format!(
+                "a reloaded certificate must keep the endpoint's identity {identity}, not {}",
+                material.identity
+            )));
+        }
+        // Everything is built before anything is swapped, so a bad material changes nothing.
+        let clients = mutual_clients(&material, &self.inner.cfg)?;
+        let server = if self.inner.services.is_empty() {
+            None
+        } else {
+            Some(tls::server_config(
+                &material,
+                &self.inner.services,
+                &self.inner.cfg,
+            )?)
+        };
+        let stopped = self.accepting_stopped();
+        if let Some(server) = server
+            && !*stopped
+        {
+            self.inner.quic.set_server_config(Some(server));
+        }
+        drop(stopped);
+        *self
+            .inner
+            .clients
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = clients;
+        Ok(())
+    }
+
+    /// Stops accepting new connections for good (a `Server` stopping); `reload` keeps it so.
+    pub(crate) fn stop_accepting(&self) {
+        let mut stopped = self.accepting_stopped();
+        *stopped = true;
+        self.inner.quic.set_server_config(None);
+    }
+
+    fn accepting_stopped(&self) -> MutexGuard<'_, bool> {
+        // A flag cannot be left half-written by a panic elsewhere.
+        self.inner
+            .accepting_stopped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn clients(&self) -> std::sync::RwLockReadGuard<'_, Clients> {
+        self.inner
+            .clients
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Closes every connection of this endpoint (clients' and server's) at once and waits up to
@@ -261,3 +334,7 @@ fn bind_client(bind: SocketAddr) -> Result<quinn::Endpoint, TransportError> {
         Err(source) => Err(TransportError::Bind { addr: bind, source }),
     }
 }
+
+#[cfg(test)]
+#[path = "endpoint_tests.rs"]
+mod tests;

@@ -60,7 +60,8 @@
 //! [`Connection::close`] waits for the replies of calls in flight before closing (QUIC's close
 //! discards undelivered data); [`Server::run`] stops on its `CancellationToken`, lets calls in
 //! flight answer, then closes its connections. Keep-alive is set below the idle timeout on both
-//! ends.
+//! ends. [`Endpoint::reload`] swaps the certificate (a renewal of the same identity) for the
+//! connections made or accepted from then on; the open ones keep going.
 //!
 //! # Example
 //!

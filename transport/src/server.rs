@@ -80,7 +80,7 @@ impl Server {
                 },
             }
         }
-        quic.set_server_config(None);
+        self.endpoint.stop_accepting();
         connections.close();
         connections.wait().await;
         Ok(())

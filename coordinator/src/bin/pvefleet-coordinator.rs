@@ -1,17 +1,23 @@
 //! `pvefleet-coordinator`: a coordinator member of a pvefleet cluster. `init` creates a cluster,
-//! `join` admits this node with a token, `run` serves until SIGTERM/SIGINT. Thin: the logic is
-//! in `coordinator::{setup, node}`. Exit codes: 0 ok, 2 usage, 3 refused by the cluster (join
+//! `join` admits this node with a token, `run` serves until SIGTERM/SIGINT, `admin-cert` makes
+//! a new operator certificate. Thin: the logic is in `coordinator::{setup, node}`. Exit codes: 0 ok, 2 usage, 3 refused by the cluster (join
 //! token), 1 anything else.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use coordinator::config::RunConfig;
+use coordinator::cli::output::human::timestamp;
+use coordinator::config::{DEFAULT_RENEW_CHECK, RunConfig};
 use coordinator::error::CoordinatorError;
 use coordinator::node::CoordinatorNode;
-use coordinator::setup::{InitOptions, JoinOptions, init_cluster, join_cluster};
+use coordinator::setup::{
+    AdminCertOptions, DEFAULT_ADMIN_ID, InitOptions, JoinOptions, init_cluster, issue_admin_cert,
+    join_cluster,
+};
+use coordinator::tokens::{Now, secs_to_millis};
 use tokio_util::sync::CancellationToken;
 
 /// A coordinator member of a pvefleet cluster (Raft over QUIC with mutual TLS).
@@ -52,6 +58,17 @@ enum Cmd {
         #[arg(long)]
         listen: SocketAddr,
     },
+    /// Issue a new admin certificate for the `pvefleet` CLI with this coordinator's CA (e.g.
+    /// when the old one expired); writes admin.pem and admin.key (0600) in DATA_DIR.
+    AdminCert {
+        /// The coordinator's data directory (holds the CA key).
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The admin id the certificate names.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_ADMIN_ID,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        id: u64,
+    },
     /// Serve the member in DATA_DIR until SIGTERM or SIGINT.
     Run {
         /// The member's data directory (made by init or join).
@@ -63,6 +80,15 @@ enum Cmd {
         /// Build a Raft snapshot every N log entries (and keep at most N behind it).
         #[arg(long, value_name = "N")]
         snapshot_logs: Option<u64>,
+        /// How often to check whether the node certificate is due for renewal (tests only).
+        #[arg(
+            long,
+            hide = true,
+            value_name = "N",
+            default_value_t = DEFAULT_RENEW_CHECK.as_secs(),
+            value_parser = clap::value_parser!(u64).range(1..)
+        )]
+        renew_check_secs: u64,
     },
 }
 
@@ -153,14 +179,35 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Cmd::AdminCert { data_dir, id } => {
+            let report = issue_admin_cert(&AdminCertOptions { data_dir, id }, Now::read().secs())?;
+            println!(
+                "wrote the certificate of admin {} to {} and its key to {} (mode 0600); valid \
+                 until {}; the CLI renews it automatically from two thirds of its life on",
+                report.id,
+                report.cert.display(),
+                report.key.display(),
+                timestamp(secs_to_millis(report.not_after))
+            );
+            match report.cli_config {
+                Some(config) => println!(
+                    "the CLI uses them with: export PVEFLEET_CONFIG={}",
+                    config.display()
+                ),
+                None => println!("point `cert` and `key` in the CLI configuration at them"),
+            }
+            Ok(())
+        }
         Cmd::Run {
             data_dir,
             http,
             snapshot_logs,
+            renew_check_secs,
         } => run(RunConfig {
             data_dir,
             http,
             snapshot_logs,
+            renew_check: Duration::from_secs(renew_check_secs),
         })
         .await
         .map_err(Into::into),

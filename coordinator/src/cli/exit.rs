@@ -4,7 +4,7 @@
 //! |------|---------|
 //! | 0 | success |
 //! | 1 | anything else (the coordinator failed, output could not be written, ...) |
-//! | 2 | usage: bad arguments (clap), a missing or broken configuration, an unreadable file |
+//! | 2 | usage: bad arguments (clap), a missing or broken configuration, an unreadable file, an expired admin certificate |
 //! | 3 | refused: invalid spec or request, conflict, unauthorized, certificates not accepted |
 //! | 4 | not found |
 //! | 5 | unavailable: no member reachable, or no leader, within `--timeout` |
@@ -49,7 +49,9 @@ impl From<ExitStatus> for std::process::ExitCode {
 /// The exit status for a failed admin call.
 pub fn client_status(error: &ClientError) -> ExitStatus {
     match error {
-        ClientError::Config(_) | ClientError::Material(_) => ExitStatus::Usage,
+        ClientError::Config(_)
+        | ClientError::Material(_)
+        | ClientError::CertificateExpired { .. } => ExitStatus::Usage,
         ClientError::Invalid(_)
         | ClientError::Unauthorized(_)
         | ClientError::Conflict(_)

@@ -2,6 +2,7 @@
 //! what to do; and `AttemptFailure`, one member's part in a call that found no answer.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use transport::TransportError;
@@ -67,6 +68,21 @@ pub enum ClientError {
         after: Duration,
         /// The last failure of each member tried.
         failures: Vec<AttemptFailure>,
+    },
+    /// The configured admin certificate expired: the cluster refuses it, so it cannot be
+    /// renewed over the network either.
+    #[error(
+        "the admin certificate {} expired at {expired_at}: the cluster refuses it and it can no \
+         longer be renewed automatically. On a coordinator host, run `pvefleet-coordinator \
+         admin-cert --data-dir DIR` (DIR: that coordinator's data directory) for a new one, and \
+         point `cert` and `key` in the configuration at the admin.pem and admin.key it writes",
+        path.display()
+    )]
+    CertificateExpired {
+        /// The configured `cert` file.
+        path: PathBuf,
+        /// When it expired (RFC 3339, UTC).
+        expired_at: String,
     },
     /// The request could not be sent or the reply not read (encoding, frame size, protocol).
     #[error("admin call failed: {0}")]

@@ -1,10 +1,12 @@
 //! A running coordinator member: Raft on its sled store, one QUIC endpoint serving the Raft,
-//! Admin and Join services (gated by the revoked ids of the fleet state), the local HTTP port,
-//! and the task that settles its membership (founder init or promotion).
+//! Agent, Admin and Join services (gated by the revoked ids of the fleet state), the local HTTP
+//! port, the task that settles its membership (founder init or promotion) and the one that
+//! renews its certificate.
 //!
 //! ```text
-//!  start: NodeDir ─▶ TLS + CA ─▶ raft store ─▶ openraft ─▶ Endpoint::server(Raft, Admin, Join)
-//!         ─▶ Server (router: raft::network + admin + join, gate) ─▶ HTTP ─▶ settle membership
+//!  start: NodeDir ─▶ TLS + CA ─▶ raft store ─▶ openraft ─▶ Endpoint::server(Raft, Agent, Admin, Join)
+//!         ─▶ Server (router: raft::network + admin + join + renew, gate) ─▶ HTTP
+//!         ─▶ settle membership, renew the certificate when due
 //!  run:   wait for shutdown ─▶ stop settling ─▶ stop accepting, answer calls in flight
 //!         ─▶ raft.shutdown() ─▶ close connections and the endpoint
 //! ```
@@ -12,6 +14,7 @@
 pub(crate) mod gate;
 pub(crate) mod membership;
 pub(crate) mod raft_setup;
+pub(crate) mod renew;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -106,7 +109,8 @@ impl CoordinatorNode {
 
         let tcfg = raft_setup::transport_config();
         let forward_deadline = tcfg.call_timeout.saturating_sub(FORWARD_MARGIN);
-        let services = [Service::Raft, Service::Admin, Service::Join];
+        // Agent serves only certificate renewal so far.
+        let services = [Service::Raft, Service::Agent, Service::Admin, Service::Join];
         let endpoint =
             Endpoint::server(settings.listen, &tls, &services, tcfg).map_err(|source| {
                 CoordinatorError::Endpoint {
@@ -153,6 +157,7 @@ impl CoordinatorNode {
         let mut router = transport::Router::new();
         raft::network::register(&mut router, raft.clone());
         admin::register(&mut router, &ctx);
+        crate::service::renew::register(&mut router, &ctx);
         let server = Server::new(endpoint.clone(), router).with_gate(gate::gate(machine));
 
         let serve = CancellationToken::new();
@@ -160,6 +165,13 @@ impl CoordinatorNode {
         let tasks = TaskTracker::new();
         let server = tokio::spawn(server.run(serve.clone()));
         tasks.spawn(HttpServer::new(listener, raft.clone(), metrics).run(serve.clone()));
+        let renewal = renew::SelfRenewal {
+            ctx: Arc::clone(&ctx),
+            endpoint: endpoint.clone(),
+            dir: node_dir.clone(),
+            every: config.renew_check,
+        };
+        tasks.spawn(renewal.run(serve.clone()));
 
         let (ready_tx, ready) = watch::channel(None);
         let line = ReadyLine {

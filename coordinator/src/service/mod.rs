@@ -1,5 +1,6 @@
 //! The member's RPC services besides Raft: the Admin service (every request of
-//! `protocol::admin`) and the Join service, over one shared context ([`Ctx`]).
+//! `protocol::admin`), the Join service, and certificate renewal on Admin and Agent, over one
+//! shared context ([`Ctx`]).
 //!
 //! ```text
 //!  admin call ─▶ stale read? ─yes─▶ local state
@@ -19,6 +20,7 @@ pub(crate) mod errors;
 pub(crate) mod join;
 pub(crate) mod members;
 pub(crate) mod reads;
+pub(crate) mod renew;
 pub(crate) mod route;
 pub(crate) mod status;
 pub(crate) mod tokens;

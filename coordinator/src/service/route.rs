@@ -55,7 +55,20 @@ impl Ctx {
             if from_member {
                 return Err(self.not_leader());
             }
-            match self.forwarder.call(&leader, &req).await {
+            // A forward to a leader that dies would wait out its whole deadline; Raft
+            // notices the loss within an election timeout, so stop waiting then.
+            let forwarded = tokio::select! {
+                outcome = self.forwarder.call(&leader, &req) => outcome,
+                () = self.leader_moved_from(leader.id) => {
+                    return Err(RemoteError::unavailable(format!(
+                        "{}: leader {} lost its leadership while the request was forwarded to it; \
+                         the request may or may not have been applied: check before retrying",
+                        R::METHOD,
+                        leader.id
+                    )));
+                }
+            };
+            match forwarded {
                 Ok(reply) => return Ok(reply),
                 Err(ForwardError::Call(TransportError::Remote(e))) if is_not_leader(&e) => {
                     last = Some(e);
@@ -76,6 +89,21 @@ impl Ctx {
             }
         }
         Err(last.unwrap_or_else(|| self.not_leader()))
+    }
+
+    /// Resolves once this member's Raft no longer names `from` as the leader (an election
+    /// started or another member won); never resolves while `from` stays leader.
+    async fn leader_moved_from(&self, from: transport::NodeId) {
+        let mut metrics = self.raft.metrics();
+        loop {
+            if metrics.borrow().current_leader != Some(from) {
+                return;
+            }
+            if metrics.changed().await.is_err() {
+                // Raft shut down: the node is stopping; let the forward finish on its own.
+                std::future::pending::<()>().await;
+            }
+        }
     }
 
     /// Proposes `cmd` through Raft on this member (the leader) and returns the state

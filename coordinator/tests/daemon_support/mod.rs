@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bootstrap::NodeDir;
-use coordinator::config::RunConfig;
+use coordinator::config::{DEFAULT_RENEW_CHECK, RunConfig};
 use coordinator::error::CoordinatorError;
 use coordinator::node::{CoordinatorNode, ReadyLine};
 use coordinator::setup::{InitOptions, JoinOptions, JoinReport, init_cluster, join_cluster};
@@ -78,6 +78,8 @@ pub(crate) struct Member {
     pub(crate) listen: SocketAddr,
     pub(crate) http: Option<SocketAddr>,
     pub(crate) raft: Option<Raft>,
+    /// How often it checks its certificate for renewal.
+    pub(crate) renew_check: Duration,
     running: Option<(CancellationToken, JoinHandle<()>)>,
 }
 
@@ -89,6 +91,7 @@ impl Member {
             data_dir: self.dir.clone(),
             http: Some("127.0.0.1:0".parse().unwrap()),
             snapshot_logs,
+            renew_check: self.renew_check,
         };
         let node = bounded("start", CoordinatorNode::start(config))
             .await
@@ -138,6 +141,13 @@ pub(crate) struct Cluster {
 impl Cluster {
     /// `init` and start the founder.
     pub(crate) async fn found(snapshot_logs: Option<u64>) -> Cluster {
+        let mut cluster = Cluster::init(snapshot_logs);
+        cluster.members[0].start(snapshot_logs).await;
+        cluster
+    }
+
+    /// `init` the founder's directory without starting it (`members[0].start` does).
+    pub(crate) fn init(snapshot_logs: Option<u64>) -> Cluster {
         tls_provider();
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("m1");
@@ -156,15 +166,15 @@ impl Cluster {
             TransportConfig::default(),
         )
         .unwrap();
-        let mut founder = Member {
+        let founder = Member {
             id: 1,
             dir,
             listen,
             http: None,
             raft: None,
+            renew_check: DEFAULT_RENEW_CHECK,
             running: None,
         };
-        founder.start(snapshot_logs).await;
         Cluster {
             root,
             members: vec![founder],
@@ -246,6 +256,7 @@ impl Cluster {
             listen,
             http: None,
             raft: None,
+            renew_check: DEFAULT_RENEW_CHECK,
             running: None,
         };
         m.start(self.snapshot_logs).await;

@@ -22,6 +22,8 @@ pub(crate) enum Validity {
     Current,
     /// January to June 2020: long expired.
     Expired,
+    /// From 2020 to the first of January of this year.
+    Until(i32),
 }
 
 impl TestCa {
@@ -79,9 +81,16 @@ impl TestCa {
         ];
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.use_authority_key_identifier_extension = true;
-        if let Validity::Expired = validity {
-            params.not_before = date_time_ymd(2020, 1, 1);
-            params.not_after = date_time_ymd(2020, 6, 1);
+        match validity {
+            Validity::Current => {}
+            Validity::Expired => {
+                params.not_before = date_time_ymd(2020, 1, 1);
+                params.not_after = date_time_ymd(2020, 6, 1);
+            }
+            Validity::Until(year) => {
+                params.not_before = date_time_ymd(2020, 1, 1);
+                params.not_after = date_time_ymd(year, 1, 1);
+            }
         }
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();

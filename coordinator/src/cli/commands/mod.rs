@@ -52,7 +52,9 @@ impl<'a> Session<'a> {
         }
         let path = CliConfig::locate(self.cli.config.as_deref())?;
         let config = CliConfig::load(&path)?;
-        let client = AdminClient::from_config(&config)?.with_timeout(self.cli.timeout);
+        let client = AdminClient::from_config(&config)?
+            .with_timeout(self.cli.timeout)
+            .with_warnings(print_warning);
         self.client = Some(client.clone());
         Ok(client)
     }
@@ -96,6 +98,11 @@ impl<'a> Session<'a> {
             client.close().await;
         }
     }
+}
+
+/// Prints a warning of the client on standard error, where the CLI's errors go too.
+fn print_warning(message: &str) {
+    eprintln!("warning: {message}");
 }
 
 /// Runs the parsed command.
