@@ -102,6 +102,23 @@ impl Member {
         self.child = Some(child);
     }
 
+    /// A gauge from this member's `/metrics` (plain HTTP/1.0 GET on its local HTTP port).
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        use std::io::{Read, Write};
+        let addr = self.http.as_ref()?;
+        let mut stream = std::net::TcpStream::connect(addr).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .ok()?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .ok()?;
+        let mut body = String::new();
+        stream.read_to_string(&mut body).ok()?;
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+    }
+
     /// SIGKILL: no shutdown, no flush beyond what was already durable.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {

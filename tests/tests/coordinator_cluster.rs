@@ -319,11 +319,33 @@ fn a_fourth_member_catches_up_by_snapshot_and_a_removed_member_is_refused() {
             acks.ips.insert(owner, r.address);
         }
     });
+    // The leader has compacted its log: entries from the start are gone, so a new member can
+    // only be brought up to date by a snapshot.
+    let leader = cluster.leader_index();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while cluster.members[leader]
+        .metric("pvefleet_raft_purged_index")
+        .unwrap_or(0.0)
+        < 1.0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the leader never compacted its log"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let token = cluster.coordinator_token();
     let via = cluster.members[1].listen;
     let fourth = cluster.join(&token, via);
     cluster.wait_status("four voters", Duration::from_secs(90), |v| voters(v) == 4);
     check_member_has(&rt, &cluster, fourth, &acks, ReadMode::Stale);
+    let snap = cluster.members[fourth]
+        .metric("pvefleet_raft_snapshot_index")
+        .unwrap_or(0.0);
+    assert!(
+        snap >= 1.0,
+        "the fourth member holds no snapshot (index {snap})"
+    );
 
     // The token was for one use only.
     let dir = cluster.root().join("reuse");

@@ -27,6 +27,8 @@ pub(crate) struct RaftSample {
     pub(crate) applied_index: Option<u64>,
     pub(crate) voters: usize,
     pub(crate) learners: usize,
+    pub(crate) snapshot_index: Option<u64>,
+    pub(crate) purged_index: Option<u64>,
 }
 
 impl RaftSample {
@@ -44,6 +46,8 @@ impl RaftSample {
             applied_index: m.last_applied.map(|l| l.index),
             voters: membership.voter_ids().count(),
             learners: membership.learner_ids().count(),
+            snapshot_index: m.snapshot.map(|l| l.index),
+            purged_index: m.purged.map(|l| l.index),
         }
     }
 }
@@ -58,6 +62,8 @@ pub(crate) struct Metrics {
     applied_index: Gauge,
     voters: Gauge,
     learners: Gauge,
+    snapshot_index: Gauge,
+    purged_index: Gauge,
     admin_calls: Family<CallLabels, Counter>,
 }
 
@@ -105,6 +111,16 @@ impl Metrics {
             "raft_learners",
             "Non-voting members (catching up) of the Raft group",
         );
+        let snapshot_index = gauge(
+            &mut registry,
+            "raft_snapshot_index",
+            "Last log index covered by this member's current snapshot (0 = none)",
+        );
+        let purged_index = gauge(
+            &mut registry,
+            "raft_purged_index",
+            "Last log index purged from this member's log (0 = nothing compacted)",
+        );
         let admin_calls = Family::<CallLabels, Counter>::default();
         registry.register(
             "admin_calls",
@@ -120,6 +136,8 @@ impl Metrics {
             applied_index,
             voters,
             learners,
+            snapshot_index,
+            purged_index,
             admin_calls,
         }
     }
@@ -148,6 +166,9 @@ impl Metrics {
         self.applied_index.set(as_i64(s.applied_index.unwrap_or(0)));
         self.voters.set(as_i64(s.voters as u64));
         self.learners.set(as_i64(s.learners as u64));
+        self.snapshot_index
+            .set(as_i64(s.snapshot_index.unwrap_or(0)));
+        self.purged_index.set(as_i64(s.purged_index.unwrap_or(0)));
     }
 
     /// The OpenMetrics text of every metric.
@@ -173,6 +194,8 @@ mod tests {
             applied_index: Some(16),
             voters: 3,
             learners: 1,
+            snapshot_index: Some(12),
+            purged_index: Some(10),
         });
         m.admin_call::<()>("admin.vm_apply", &Ok(()));
         m.admin_call::<()>("admin.vm_apply", &Err(RemoteError::conflict("taken")));
@@ -185,6 +208,8 @@ mod tests {
             "pvefleet_raft_applied_index 16",
             "pvefleet_raft_members 3",
             "pvefleet_raft_learners 1",
+            "pvefleet_raft_snapshot_index 12",
+            "pvefleet_raft_purged_index 10",
             r#"pvefleet_admin_calls_total{method="admin.vm_apply",outcome="ok"} 1"#,
             r#"pvefleet_admin_calls_total{method="admin.vm_apply",outcome="conflict"} 1"#,
         ] {
