@@ -2,13 +2,12 @@
 //! founder, `join` further members with tokens from the CLI, `run` each as a child process,
 //! SIGKILL and restart members, and drive the `pvefleet` CLI with `--output json`.
 
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::sim_process::workspace_binary;
+use crate::sim_process::{ready_line, workspace_binary};
 
 /// A free UDP port on 127.0.0.1 (QUIC listens on UDP). Bound and released: good enough on a
 /// test machine where nothing else races for ports in the same instant.
@@ -69,32 +68,7 @@ impl Member {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("pvefleet-coordinator run starts");
-        let stdout = child.stdout.take().expect("stdout piped");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(line)) = lines.next() {
-                let _ = tx.send(line);
-            }
-            for _ in lines {}
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let line = loop {
-            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
-                break line;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!(
-                    "member in {} exited before ready: {status}",
-                    self.dir.display()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "member in {} not ready in 60 s",
-                self.dir.display()
-            );
-        };
+        let line = ready_line(&mut child, &format!("member in {}", self.dir.display()));
         let ready: ReadyLine =
             serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad ready line {line:?}: {e}"));
         self.node_id = ready.node_id;

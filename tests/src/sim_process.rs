@@ -24,6 +24,34 @@ pub fn workspace_binary(name: &str) -> PathBuf {
     path
 }
 
+/// The first line a just-spawned child prints on its piped stdout (its "ready" line), waiting
+/// at most 60 s; its further output is drained so it never blocks on a full pipe. Panics
+/// (a test failure) if the child exits first or says nothing in time.
+pub fn ready_line(child: &mut Child, what: &str) -> String {
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(line)) = lines.next() {
+            let _ = tx.send(line);
+        }
+        for _ in lines {}
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+            return line;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited before it was ready: {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} printed no ready line in 60 s"
+        );
+    }
+}
+
 /// What `pve-sim serve` prints when it is ready.
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct Ready {
@@ -62,29 +90,7 @@ impl SimProcess {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("pve-sim starts");
-        let stdout = child.stdout.take().expect("stdout piped");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(line)) = lines.next() {
-                let _ = tx.send(line);
-            }
-            // Keep draining so the simulator never blocks on a full pipe.
-            for _ in lines {}
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let line = loop {
-            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
-                break line;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("pve-sim exited before it was ready: {status}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "pve-sim printed no ready line in 60 s"
-            );
-        };
+        let line = ready_line(&mut child, "pve-sim");
         let ready: Ready =
             serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad ready line {line:?}: {e}"));
         Self {
