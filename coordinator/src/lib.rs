@@ -12,6 +12,7 @@ pub mod error;
 mod forward;
 mod http;
 pub mod node;
+pub mod scheduler;
 mod service;
 pub mod setup;
 pub mod state;

@@ -1,0 +1,131 @@
+//! Placement of a VM on a host, as pure functions of the VM spec, a snapshot of the hosts and
+//! the cluster settings: hard filters first, then TOPSIS over the criteria and weights of PVE's
+//! static scheduler among the hosts that remain.
+//!
+//! ```text
+//!  hosts ──sort by (name, id)──▶ filters ──eligible──▶ topsis ──▶ best closeness, then name, id
+//!                                   └──excluded (filter, detail)──▶ explanation
+//! ```
+//!
+//! Hosts are sorted before anything else so that the floating-point sums, and thus the choice,
+//! do not depend on the order the caller lists them in.
+
+mod explain;
+mod filters;
+mod inputs;
+mod topsis;
+
+#[cfg(test)]
+mod tests;
+
+use protocol::fleet::Settings;
+use protocol::identity::NodeId;
+use protocol::spec::VmSpec;
+
+pub use explain::{HostVerdict, Verdict};
+pub use filters::FilterName;
+pub use inputs::{HostUsage, HostView, StorageView, TemplateView};
+
+/// Where a VM goes, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The chosen host's node id.
+    pub host_id: NodeId,
+    /// The chosen host's PVE node name.
+    pub host_name: String,
+    /// Every host's verdict, the chosen one first (as [`explain`] returns them).
+    pub verdicts: Vec<HostVerdict>,
+}
+
+/// No host passed the hard filters.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("no eligible host for VM {vm}: {}", summary(.verdicts))]
+pub struct NoEligibleHost {
+    /// The VM's name.
+    pub vm: String,
+    /// Every host's verdict (all excluded).
+    pub verdicts: Vec<HostVerdict>,
+}
+
+fn summary(verdicts: &[HostVerdict]) -> String {
+    if verdicts.is_empty() {
+        return "no hosts registered".to_string();
+    }
+    verdicts
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Chooses the host for `vm`: the eligible host with the highest TOPSIS closeness, ties broken
+/// by host name, then id.
+pub fn place(
+    vm: &VmSpec,
+    hosts: &[HostView],
+    settings: &Settings,
+) -> Result<Decision, NoEligibleHost> {
+    let verdicts = explain(vm, hosts, settings);
+    match verdicts.first() {
+        Some(best) if best.closeness().is_some() => Ok(Decision {
+            host_id: best.host_id,
+            host_name: best.host_name.clone(),
+            verdicts,
+        }),
+        _ => Err(NoEligibleHost {
+            vm: vm.name.clone(),
+            verdicts,
+        }),
+    }
+}
+
+/// Every host's verdict for `vm`: eligible hosts best first, then excluded hosts by name.
+pub fn explain(vm: &VmSpec, hosts: &[HostView], settings: &Settings) -> Vec<HostVerdict> {
+    let mut sorted: Vec<&HostView> = hosts.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+
+    let mut verdicts = Vec::with_capacity(sorted.len());
+    let mut eligible = Vec::new();
+    for host in sorted {
+        match filters::first_exclusion(vm, host, settings) {
+            Some((filter, detail)) => verdicts.push(HostVerdict {
+                host_id: host.id,
+                host_name: host.name.clone(),
+                verdict: Verdict::Excluded { filter, detail },
+            }),
+            None => eligible.push(host),
+        }
+    }
+
+    let utilization: Vec<topsis::Utilization> = eligible
+        .iter()
+        .map(|host| topsis::Utilization {
+            cpu_used: host.usage.vcpus as f64,
+            cpu_add: filters::vm_vcpus(vm) as f64,
+            cpu_total: f64::from(host.capacity.cpus),
+            mem_used: host.usage.memory_mib as f64,
+            mem_add: vm.memory_mib as f64,
+            mem_total: host.capacity.memory_mib as f64,
+        })
+        .collect();
+    let matrix: Vec<_> = (0..utilization.len())
+        .map(|target| topsis::criteria(&utilization, target))
+        .collect();
+    let scores = topsis::closeness(&matrix);
+    for ((host, row), closeness) in eligible.iter().zip(&matrix).zip(scores) {
+        let [avg_cpu, max_cpu, avg_mem, max_mem] = *row;
+        verdicts.push(HostVerdict {
+            host_id: host.id,
+            host_name: host.name.clone(),
+            verdict: Verdict::Scored {
+                avg_cpu,
+                max_cpu,
+                avg_mem,
+                max_mem,
+                closeness,
+            },
+        });
+    }
+    verdicts.sort_by(explain::rank);
+    verdicts
+}
