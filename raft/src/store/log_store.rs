@@ -2,6 +2,7 @@
 //! contract: a vote is on disk before `save_vote` returns, appended entries are readable when
 //! `append` returns and on disk (flushed) before the callback reports them.
 
+use super::flush::Flusher;
 use std::fmt::Debug;
 use std::ops::RangeBounds;
 
@@ -16,7 +17,7 @@ use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
 
 /// The Raft log and vote, on the store's sled database.
 pub struct LogStore {
-    db: sled::Db,
+    db: Flusher,
     logs: sled::Tree,
     meta: sled::Tree,
 }
@@ -28,7 +29,7 @@ pub struct LogReader {
 }
 
 impl LogStore {
-    pub(crate) fn new(db: sled::Db, logs: sled::Tree, meta: sled::Tree) -> LogStore {
+    pub(crate) fn new(db: Flusher, logs: sled::Tree, meta: sled::Tree) -> LogStore {
         LogStore { db, logs, meta }
     }
 

@@ -4,11 +4,13 @@
 
 mod applied;
 mod codec;
+mod flush;
 mod keys;
 mod log_store;
 mod snapshot;
 mod state_machine;
 
+use flush::Flusher;
 use std::path::Path;
 
 pub use applied::MachineHandle;
@@ -42,10 +44,11 @@ pub fn open<M: Machine>(
     let meta = db.open_tree(META_TREE)?;
     let sm = db.open_tree(SM_TREE)?;
 
-    let log_store = LogStore::new(db.clone(), logs, meta);
+    let flusher = Flusher::new(db);
+    let log_store = LogStore::new(flusher.clone(), logs, meta);
     log_store.validate()?;
 
-    let snapshots = SnapshotStore::new(db, sm);
+    let snapshots = SnapshotStore::new(flusher, sm);
     let mut applied = Applied {
         machine,
         last_applied: None,

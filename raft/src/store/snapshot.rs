@@ -3,6 +3,7 @@
 //! generation is deleted last. A crash at any point leaves either the old or the new snapshot
 //! current, never a mix, and leftovers are removed at the next open.
 
+use super::flush::Flusher;
 use std::sync::Arc;
 
 use tokio::sync::Mutex;
@@ -27,14 +28,14 @@ pub(crate) enum Replace {
 /// The snapshot half of the `sm` tree.
 #[derive(Clone)]
 pub(crate) struct SnapshotStore {
-    db: sled::Db,
+    db: Flusher,
     tree: sled::Tree,
     /// Serializes replacements (a build task and an install can run at the same time).
     writer: Arc<Mutex<()>>,
 }
 
 impl SnapshotStore {
-    pub(crate) fn new(db: sled::Db, tree: sled::Tree) -> SnapshotStore {
+    pub(crate) fn new(db: Flusher, tree: sled::Tree) -> SnapshotStore {
         SnapshotStore {
             db,
             tree,
