@@ -9,11 +9,12 @@ use pve::{ApiReply, ApiRequest, Backend, PveError};
 /// One recorded call: the request and the `data` it got back.
 pub type Recorded = (ApiRequest, serde_json::Value);
 
-/// Wraps a backend and records each successful call.
+/// Wraps a backend, counts every call it is asked to make and records each successful one.
 #[derive(Debug, Clone)]
 pub struct Recording<B> {
     inner: B,
     log: Arc<Mutex<Vec<Recorded>>>,
+    calls: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl<B> Recording<B> {
@@ -22,7 +23,14 @@ impl<B> Recording<B> {
         Self {
             inner,
             log: Arc::new(Mutex::new(Vec::new())),
+            calls: Arc::default(),
         }
+    }
+
+    /// A counter of every call handed to the backend (sent or failed), valid after the backend
+    /// moved into a client.
+    pub fn calls(&self) -> Arc<std::sync::atomic::AtomicUsize> {
+        Arc::clone(&self.calls)
     }
 
     /// A handle on the log that stays valid after the backend moved into a client.
@@ -34,6 +42,7 @@ impl<B> Recording<B> {
 impl<B: Backend> Backend for Recording<B> {
     fn call<'a>(&'a self, req: &'a ApiRequest) -> BoxFuture<'a, Result<ApiReply, PveError>> {
         Box::pin(async move {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let reply = self.inner.call(req).await?;
             if let Ok(mut log) = self.log.lock() {
                 log.push((req.clone(), reply.data.clone()));
