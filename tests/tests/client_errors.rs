@@ -439,10 +439,20 @@ async fn a_read_only_token_gets_permission_errors_on_writes() {
     );
 }
 
+/// `GET /nodes` once (no retry) with the given credentials and TLS mode.
+async fn nodes_with(sim: &HttpsSim, auth: HttpsAuth, tls: TlsVerify) -> Result<usize, PveError> {
+    let cfg = sim.https_config("pve1", auth, tls);
+    let client = Client::new(HttpsBackend::new(cfg)?).with_retry(RetryPolicy::none());
+    client.nodes().await.map(|n| n.len())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authentication_and_tls_failures_are_typed() {
     let sim = HttpsSim::start(fast()).await;
     let other = HttpsSim::start(fast()).await;
+    let token = || HttpsAuth::Token {
+        token_file: sim.token_file.clone(),
+    };
 
     let bad = sim.dir().join("bad-token");
     std::fs::write(
@@ -451,15 +461,10 @@ async fn authentication_and_tls_failures_are_typed() {
     )
     .unwrap();
     std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let cfg = sim.https_config(
-        "pve1",
-        HttpsAuth::Token {
-            token_file: bad.clone(),
-        },
-        TlsVerify::CaFile(sim.ca_file.clone()),
-    );
-    let err = Client::new(HttpsBackend::new(cfg).unwrap())
-        .nodes()
+    let bad_token = || HttpsAuth::Token {
+        token_file: bad.clone(),
+    };
+    let err = nodes_with(&sim, bad_token(), TlsVerify::CaFile(sim.ca_file.clone()))
         .await
         .unwrap_err();
     assert!(
@@ -468,28 +473,15 @@ async fn authentication_and_tls_failures_are_typed() {
     );
 
     std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let cfg = sim.https_config(
-        "pve1",
-        HttpsAuth::Token { token_file: bad },
-        TlsVerify::CaFile(sim.ca_file.clone()),
-    );
-    let err = HttpsBackend::new(cfg).unwrap_err();
+    let err = nodes_with(&sim, bad_token(), TlsVerify::CaFile(sim.ca_file.clone()))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, PveError::Config(ref m) if m.contains("chmod 600")),
         "{err}"
     );
 
-    let token = HttpsAuth::Token {
-        token_file: sim.token_file.clone(),
-    };
-    let cfg = sim.https_config(
-        "pve1",
-        token.clone(),
-        TlsVerify::CaFile(other.ca_file.clone()),
-    );
-    let err = Client::new(HttpsBackend::new(cfg).unwrap())
-        .with_retry(RetryPolicy::none())
-        .nodes()
+    let err = nodes_with(&sim, token(), TlsVerify::CaFile(other.ca_file.clone()))
         .await
         .unwrap_err();
     assert!(
@@ -497,27 +489,20 @@ async fn authentication_and_tls_failures_are_typed() {
         "a certificate of another CA must not connect: {err}"
     );
 
-    let cfg = sim.https_config(
-        "pve1",
-        token.clone(),
+    let err = nodes_with(
+        &sim,
+        token(),
         TlsVerify::PinnedSha256(other.fingerprint.clone()),
-    );
-    let err = Client::new(HttpsBackend::new(cfg).unwrap())
-        .with_retry(RetryPolicy::none())
-        .nodes()
-        .await
-        .unwrap_err();
+    )
+    .await
+    .unwrap_err();
     assert!(err.is_connect(), "a pin mismatch must not connect: {err}");
 
-    let cfg = sim.https_config(
-        "pve1",
-        token,
-        TlsVerify::PinnedSha256(sim.fingerprint.to_lowercase().replace(':', "")),
-    );
-    Client::new(HttpsBackend::new(cfg).unwrap())
-        .nodes()
+    let pin = sim.fingerprint.to_lowercase().replace(':', "");
+    let nodes = nodes_with(&sim, token(), TlsVerify::PinnedSha256(pin))
         .await
         .expect("the right pin connects");
+    assert_eq!(nodes, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

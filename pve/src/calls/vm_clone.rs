@@ -245,86 +245,46 @@ mod tests {
             full: Some(false),
             ..Default::default()
         };
-        assert_eq!(
-            field_of(clone_vm_request(
-                "pve1",
-                100,
+        let opts = |f: fn(&mut CloneOptions)| {
+            let mut o = CloneOptions::default();
+            f(&mut o);
+            o
+        };
+        let cases: Vec<(u32, CloneOptions, &str)> = vec![
+            (
                 101,
-                &CloneOptions {
+                CloneOptions {
                     storage: Some("x".into()),
                     ..linked.clone()
-                }
-            )),
-            "storage"
-        );
-        assert_eq!(
-            field_of(clone_vm_request(
-                "pve1",
-                100,
+                },
+                "storage",
+            ),
+            (
                 101,
-                &CloneOptions {
+                CloneOptions {
                     format: Some(CloneFormat::Qcow2),
                     ..linked
-                }
-            )),
-            "format"
-        );
-        assert_eq!(
-            field_of(clone_vm_request("pve1", 100, 100, &CloneOptions::default())),
-            "newid"
-        );
-        assert_eq!(
-            field_of(clone_vm_request("pve1", 100, 42, &CloneOptions::default())),
-            "newid"
-        );
-        assert_eq!(
-            field_of(clone_vm_request(
-                "pve1",
-                100,
+                },
+                "format",
+            ),
+            (100, CloneOptions::default(), "newid"),
+            (42, CloneOptions::default(), "newid"),
+            (101, opts(|o| o.name = Some("a_b".into())), "name"),
+            (
                 101,
-                &CloneOptions {
-                    name: Some("a_b".into()),
-                    ..Default::default()
-                }
-            )),
-            "name"
-        );
-        assert_eq!(
-            field_of(clone_vm_request(
-                "pve1",
-                100,
-                101,
-                &CloneOptions {
-                    snapname: Some("current".into()),
-                    ..Default::default()
-                }
-            )),
-            "snapname"
-        );
-        assert_eq!(
-            field_of(clone_vm_request(
-                "pve1",
-                100,
-                101,
-                &CloneOptions {
-                    target: Some("pve_2".into()),
-                    ..Default::default()
-                }
-            )),
-            "target"
-        );
-        assert_eq!(
-            field_of(clone_vm_request(
-                "pve1",
-                100,
-                101,
-                &CloneOptions {
-                    pool: Some("a b".into()),
-                    ..Default::default()
-                }
-            )),
-            "pool"
-        );
+                opts(|o| o.snapname = Some("current".into())),
+                "snapname",
+            ),
+            (101, opts(|o| o.target = Some("pve_2".into())), "target"),
+            (101, opts(|o| o.pool = Some("a b".into())), "pool"),
+        ];
+        for (newid, o, field) in cases {
+            assert_eq!(
+                field_of(clone_vm_request("pve1", 100, newid, &o)),
+                field,
+                "{o:?}"
+            );
+        }
     }
 
     #[test]
