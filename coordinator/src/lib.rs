@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod client;
 pub mod config;
+mod control;
 pub mod error;
 mod forward;
 mod http;

@@ -5,11 +5,15 @@
 //! layer [`TypedJournal`]) that makes every coordinator command run at most once, keeps its
 //! result and answers a repeated command id with it (ARCHITECTURE.md §3 rule 4).
 
+pub mod backend;
 mod error;
+mod executor;
 mod journal;
+pub mod ops;
 mod record;
 mod typed;
 
 pub use error::JournalError;
+pub use executor::Executor;
 pub use journal::{Begin, Journal, MAX_COMMAND_ID_LEN};
 pub use typed::TypedJournal;

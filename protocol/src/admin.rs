@@ -7,6 +7,7 @@
 
 mod cluster;
 mod members;
+mod ops;
 mod resources;
 mod tokens;
 mod vm;
@@ -18,6 +19,10 @@ pub use cluster::{
     MemberListReply, MemberRemove, MemberStatus, SettingsGet, SettingsPut, SettingsReply,
 };
 pub use members::{MemberPromote, MemberPromoteReply};
+pub use ops::{
+    HostStatus, HostStatusEntry, HostStatusReply, PlacementScores, PlacementVerdict, VmExplain,
+    VmExplainReply, VmPower, VmPowerAction, VmPowerReply, VmSnapshot, VmSnapshotReply,
+};
 pub use resources::{
     AllocateIp, AllocateIpReply, PoolApply, PoolDelete, PoolList, PoolListReply, VipApply,
     VipDelete, VipList, VipListReply, VmidRangeApply, VmidRangeDelete, VmidRangeList,
@@ -111,6 +116,10 @@ pub const METHODS: &[&str] = &[
     <TokenList as crate::Rpc>::METHOD,
     <TokenRevoke as crate::Rpc>::METHOD,
     <Events as crate::Rpc>::METHOD,
+    <VmExplain as crate::Rpc>::METHOD,
+    <VmPower as crate::Rpc>::METHOD,
+    <VmSnapshot as crate::Rpc>::METHOD,
+    <HostStatus as crate::Rpc>::METHOD,
 ];
 
 #[cfg(test)]

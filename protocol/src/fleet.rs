@@ -19,7 +19,7 @@ mod vm;
 
 pub use alloc::{AllocationOwner, IpAllocation, IpPool, Vip, VmidAllocation, VmidRange};
 pub use cluster::{
-    Capacity, Host, HostState, Member, MemberRole, Settings, validate_host, validate_member_addr,
+    Capacity, Host, HostFacts, HostState, Member, MemberRole, Settings, validate_host, validate_member_addr,
     validate_settings,
 };
 pub use event::{Event, EventKind, EventLevel};

@@ -6,6 +6,7 @@
 //! `deny_unknown_fields` so typos fail loudly.
 
 pub mod admin;
+pub mod agent;
 pub mod fleet;
 pub mod identity;
 pub mod join;

@@ -66,6 +66,29 @@ pub enum Command {
     /// Allocate ids directly (for tests and scripts).
     #[command(subcommand)]
     Alloc(AllocCommand),
+    /// Start a whole simulated fleet on this machine (3 coordinators, 5 simulated PVE hosts),
+    /// apply the example fleet and keep it running until Ctrl-C.
+    Demo(DemoArgs),
+}
+
+/// `pvefleet demo`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct DemoArgs {
+    /// Where the demo keeps its state (default: a new temporary directory, removed at exit).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Coordinator members to start (3 or 5).
+    #[arg(long, default_value_t = 3)]
+    pub coordinators: u32,
+    /// Simulated PVE hosts to start, one agent each.
+    #[arg(long, default_value_t = 5)]
+    pub hosts: u32,
+    /// The fleet file to apply (default: the shipped example fleet).
+    #[arg(long, short = 'f', value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Stop once every VM is running instead of waiting for Ctrl-C (for scripts and tests).
+    #[arg(long)]
+    pub exit_when_ready: bool,
 }
 
 /// `pvefleet cluster ...`

@@ -153,6 +153,7 @@ impl CoordinatorNode {
             forwarder: Forwarder::new(endpoint.clone(), forward_deadline),
             ca,
             metrics: Arc::clone(&metrics),
+            control: Arc::new(crate::control::Control::new()),
         });
         let mut router = transport::Router::new();
         raft::network::register(&mut router, raft.clone());

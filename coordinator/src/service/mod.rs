@@ -35,6 +35,7 @@ use raft::types::Raft;
 use raft::{MemberNode, NodeId};
 use transport::RemoteError;
 
+use crate::control::Control;
 use crate::forward::{Forwarder, Target};
 use crate::http::metrics::Metrics;
 use crate::state::FleetState;
@@ -60,6 +61,9 @@ pub(crate) struct Ctx {
     pub(crate) ca: ClusterCa,
     /// Metrics of this member.
     pub(crate) metrics: Arc<Metrics>,
+    /// The leader's control plane (soft state, dispatcher).
+    #[allow(dead_code)] // used by the control-plane work of issue 4
+    pub(crate) control: Arc<Control>,
 }
 
 impl Ctx {

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
 use protocol::fleet::{
-    Capacity, EventKind, EventLevel, HostState, Member, NicAddress, Settings, StoredToken,
+    Capacity, EventKind, EventLevel, HostFacts, HostState, Member, NicAddress, Settings, StoredToken,
     TokenRefusal, UnixMillis, VmStatus,
 };
 use protocol::spec::{IpPoolSpec, Labels, SpecError, VipSpec, VmSpec, VmidRangeSpec};
@@ -233,6 +233,14 @@ pub enum Command {
         message: String,
         /// Proposal time.
         now: UnixMillis,
+    },
+    /// Record the slow-changing facts an agent reported about its host (storages, bridges,
+    /// templates, foreign VMIDs).
+    SetHostFacts {
+        /// The host's id.
+        id: NodeId,
+        /// The facts (boxed: they dwarf most commands).
+        facts: Box<HostFacts>,
     },
 }
 

@@ -4,7 +4,7 @@
 use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
 use protocol::fleet::{
-    Capacity, EventKind, EventLevel, Host, HostState, Member, Settings, UnixMillis, validate_host,
+    Capacity, EventKind, EventLevel, Host, HostFacts, HostState, Member, Settings, UnixMillis, validate_host,
     validate_member_addr, validate_settings,
 };
 use protocol::spec::{Labels, SpecError};
@@ -72,6 +72,7 @@ impl FleetState {
                         state: HostState::Joining,
                         registered_at: now,
                         state_since: now,
+                        facts: None,
                     },
                 );
                 "registered".to_string()
@@ -86,6 +87,20 @@ impl FleetState {
                 capacity.cpus, capacity.memory_mib
             ),
         );
+        Ok(CommandReply::Done)
+    }
+
+    /// Replaces a host's facts; no event (they change with every VM created).
+    pub(super) fn set_host_facts(
+        &mut self,
+        id: NodeId,
+        facts: HostFacts,
+    ) -> Result<CommandReply, StateError> {
+        let host = self
+            .hosts
+            .get_mut(&id)
+            .ok_or_else(|| not_found(EventKind::Host, id.to_string()))?;
+        host.facts = Some(facts);
         Ok(CommandReply::Done)
     }
 

@@ -1,11 +1,13 @@
 //! Who is in the fleet: coordinator members (Raft bookkeeping; the Raft membership itself is
 //! openraft's), PVE hosts with their lifecycle state, and the cluster-wide settings.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use super::UnixMillis;
+use crate::agent::{StorageInfo, TemplateInfo};
 use crate::identity::NodeId;
 use crate::spec::validate::{check, within};
 use crate::spec::{Labels, SpecError, rules};
@@ -57,6 +59,27 @@ pub struct Host {
     pub registered_at: UnixMillis,
     /// When `state` last changed.
     pub state_since: UnixMillis,
+    /// What the host's agent last reported about its PVE node (storages, bridges, templates);
+    /// `None` until its first inventory.
+    pub facts: Option<HostFacts>,
+}
+
+/// The slow-changing part of a host's inventory, replicated so a new leader can schedule at
+/// once: what the scheduler's storage, bridge and template filters need.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// `pve-manager` version.
+    pub pve_version: String,
+    /// Storages of the node.
+    pub storages: Vec<StorageInfo>,
+    /// Bridges of the node.
+    pub bridges: BTreeSet<String>,
+    /// Templates of the node.
+    pub templates: Vec<TemplateInfo>,
+    /// VMIDs used on the node by VMs the fleet does not own: never allocated to fleet VMs.
+    pub foreign_vmids: Vec<u32>,
+    /// When the facts were recorded.
+    pub updated_at: UnixMillis,
 }
 
 /// A host's capacity for guests.

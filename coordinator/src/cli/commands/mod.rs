@@ -6,6 +6,7 @@
 mod alloc;
 mod apply;
 mod cluster;
+mod demo;
 mod events;
 mod member;
 mod pool;
@@ -117,5 +118,6 @@ pub(crate) async fn dispatch(session: &mut Session<'_>, command: &Command) -> Re
         Command::Vip(c) => vip::run(session, c).await,
         Command::Events(a) => events::run(session, a).await,
         Command::Alloc(c) => alloc::run(session, c).await,
+        Command::Demo(a) => demo::run(session, a).await,
     }
 }

@@ -1,0 +1,34 @@
+//! The agent API (ALPN `pvefleet-agent/1`): what a node agent and the coordinator leader say
+//! to each other over the agent's long-lived session.
+//!
+//! The agent always dials (it needs no listening port): every beat is one [`Heartbeat`] call
+//! to the member it believes leads; the [`HeartbeatAck`] grants the lease and carries the
+//! commands the leader wants run on that host. Results travel back on the next beats until the
+//! leader acknowledges them, so a lost answer never loses a result.
+//!
+//! ```text
+//!  agent ── Heartbeat{seq, sent inventory?, results, running} ──▶ leader
+//!        ◀── HeartbeatAck{lease_ms, commands, acked_results, need_inventory} ──
+//!  agent: journal.begin(id) ─▶ PVE API ─▶ journal.finish(id, result) ─▶ next Heartbeat.results
+//! ```
+//!
+//! A follower answers a heartbeat with `NotLeader` and the leader's address; the agent follows.
+
+mod command;
+mod inventory;
+mod session;
+
+pub use command::{
+    AgentCommand, CommandFailure, CommandOutput, CommandResult, DeleteVm, EnsureVm, FailureKind,
+    Op, PowerAction, PowerOp, SnapshotAction, SnapshotInfo, SnapshotOp, VmObservation,
+};
+pub use inventory::{
+    DiskUsage, HostResources, Inventory, ObservedVm, PveNodeInfo, StorageInfo, TemplateInfo,
+};
+pub use session::{Heartbeat, HeartbeatAck};
+
+/// The PVE tag marking a VM as managed by the fleet. The agent touches only VMs carrying it.
+pub const OWNERSHIP_TAG: &str = "pvefleet";
+
+/// Every agent method name, for uniqueness checks and routing tables.
+pub const METHODS: &[&str] = &[<Heartbeat as crate::Rpc>::METHOD];

@@ -1,0 +1,235 @@
+//! Commands the leader sends an agent, and their results. Every command has an id; an agent
+//! runs an id at most once, keeps its result and answers a repeated id with it (ARCHITECTURE.md
+//! §3 rule 4). Ids are made by the leader and never reused for another command.
+//!
+//! [`Op::Ensure`] is level-based: the agent reads the VM, compares it with the spec and changes
+//! only what differs (create, configure, resize, power), so running it again after a crash or
+//! for a periodic resync is safe.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fleet::NicAddress;
+use crate::spec::VmSpec;
+
+/// One command for an agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentCommand {
+    /// Unique id (`<vm>/<op>/g<generation>/t<term>/<n>`), at most 200 bytes.
+    pub id: String,
+    /// What to do.
+    pub op: Op,
+}
+
+/// What a command does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    /// Make the VM exist and match its spec (create or clone, configure, power).
+    Ensure(Box<EnsureVm>),
+    /// Stop, destroy and purge the VM (gone = success).
+    Delete(DeleteVm),
+    /// A one-shot power action.
+    Power(PowerOp),
+    /// A snapshot action.
+    Snapshot(SnapshotOp),
+}
+
+impl Op {
+    /// A short name for logs and command ids (`ensure`, `delete`, `power`, `snapshot`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Op::Ensure(_) => "ensure",
+            Op::Delete(_) => "delete",
+            Op::Power(_) => "power",
+            Op::Snapshot(_) => "snapshot",
+        }
+    }
+
+    /// The fleet name of the VM the command is about.
+    pub fn vm_name(&self) -> &str {
+        match self {
+            Op::Ensure(e) => &e.spec.name,
+            Op::Delete(d) => &d.name,
+            Op::Power(p) => &p.name,
+            Op::Snapshot(s) => &s.name,
+        }
+    }
+}
+
+/// Make a VM exist on this host as its spec says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnsureVm {
+    /// The desired VM.
+    pub spec: VmSpec,
+    /// The spec's generation (written to the managed-notes block).
+    pub generation: u64,
+    /// The VMID allocated by the fleet: the VM is created with exactly this VMID.
+    pub vmid: u32,
+    /// Addresses allocated from pools, written as `ipconfig<nic>`.
+    pub ips: Vec<NicAddress>,
+    /// DNS servers of the pools of the VM's NICs, used when the spec names none.
+    pub pool_dns: Vec<String>,
+    /// How long to wait for guest-agent addresses after a start, in seconds (0 = do not wait).
+    pub ip_wait_secs: u32,
+}
+
+/// Remove a fleet VM from this host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeleteVm {
+    /// The fleet name (the VM's PVE name must match).
+    pub name: String,
+    /// Its VMID.
+    pub vmid: u32,
+}
+
+/// A one-shot power action on a fleet VM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PowerOp {
+    /// The fleet name.
+    pub name: String,
+    /// Its VMID.
+    pub vmid: u32,
+    /// What to do.
+    pub action: PowerAction,
+}
+
+/// Power actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PowerAction {
+    /// Start (no-op when running).
+    Start,
+    /// ACPI shutdown; after `timeout_secs` a hard stop.
+    Shutdown {
+        /// Seconds to wait for the guest.
+        timeout_secs: u32,
+    },
+    /// Hard stop (no-op when stopped).
+    Stop,
+    /// Shutdown (with the timeout, then stop) and start again.
+    Restart {
+        /// Seconds to wait for the guest to shut down.
+        timeout_secs: u32,
+    },
+}
+
+/// A snapshot action on a fleet VM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotOp {
+    /// The fleet name.
+    pub name: String,
+    /// Its VMID.
+    pub vmid: u32,
+    /// What to do.
+    pub action: SnapshotAction,
+}
+
+/// Snapshot actions (each answers the snapshot list after it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SnapshotAction {
+    /// Take a snapshot.
+    Create {
+        /// Snapshot name (PVE: letter first, then letters, digits, `-`, `_`; at most 40).
+        snapshot: String,
+        /// Free text.
+        description: String,
+        /// Include the RAM of a running VM.
+        vmstate: bool,
+    },
+    /// List snapshots.
+    List,
+    /// Roll back to a snapshot.
+    Rollback {
+        /// Snapshot name.
+        snapshot: String,
+        /// Start the VM after the rollback (when the snapshot has no RAM state).
+        start: bool,
+    },
+    /// Delete a snapshot.
+    Delete {
+        /// Snapshot name.
+        snapshot: String,
+    },
+}
+
+/// One snapshot of a VM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotInfo {
+    /// Snapshot name.
+    pub name: String,
+    /// Free text.
+    pub description: String,
+    /// The parent snapshot.
+    pub parent: Option<String>,
+    /// Unix seconds it was taken.
+    pub taken_at: Option<u64>,
+    /// Includes RAM.
+    pub vmstate: bool,
+}
+
+/// The result of one command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandResult {
+    /// The command's id.
+    pub id: String,
+    /// What it produced, or why it failed.
+    pub outcome: Result<CommandOutput, CommandFailure>,
+}
+
+/// What a successful command produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CommandOutput {
+    /// The VM after an ensure or power action.
+    Vm(VmObservation),
+    /// The VM is gone (`existed`: it was there and was destroyed now).
+    Deleted {
+        /// It existed before this command.
+        existed: bool,
+    },
+    /// The snapshots after a snapshot action.
+    Snapshots(Vec<SnapshotInfo>),
+}
+
+/// A fleet VM as an agent found it after acting on it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmObservation {
+    /// Its VMID.
+    pub vmid: u32,
+    /// The spec generation its config now matches.
+    pub generation: u64,
+    /// PVE reports it running.
+    pub running: bool,
+    /// Guest addresses (guest agent; loopback and link-local dropped), or the configured
+    /// static/pool addresses when the VM has no guest agent.
+    pub ips: Vec<IpAddr>,
+    /// Config changes PVE keeps pending until a restart the spec's policy does not allow.
+    pub pending_restart: Vec<String>,
+    /// Its config digest after the command.
+    pub digest: String,
+}
+
+/// Why a command failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandFailure {
+    /// The class of failure (decides retries).
+    pub kind: FailureKind,
+    /// The step that failed (`clone`, `configure`, `start`, ...).
+    pub step: String,
+    /// What went wrong, PVE's text included.
+    pub message: String,
+}
+
+/// Classes of command failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FailureKind {
+    /// Worth retrying later (PVE busy, lock held, connection lost).
+    Transient,
+    /// Retrying the same command cannot help (bad parameter, missing template).
+    Permanent,
+    /// The VMID holds a VM without the fleet's ownership tag (or another name): left alone.
+    NotOwned,
+    /// The VM does not exist on this host.
+    NotFound,
+    /// The agent crashed while running the command and cannot tell whether it took effect.
+    InDoubt,
+}
