@@ -1,24 +1,119 @@
 //! The executor: runs each coordinator command at most once through the journal and returns
 //! its result, the stored one for a repeated id (ARCHITECTURE.md §3 rule 4).
+//!
+//! ```text
+//!  execute(cmd) ─▶ journal.begin(id, cmd)
+//!      Run        ─▶ run the op ─▶ finish(id, outcome) ─▶ answer
+//!      Done(r)    ─▶ answer r again
+//!      InProgress ─▶ Transient "already running" (not recorded)
+//!      InDoubt    ─▶ ensure / delete / start / stop / shutdown / list: run again (level-based)
+//!                    snapshot create: look whether the snapshot exists
+//!                    restart, rollback, snapshot delete: FailureKind::InDoubt
+//!                 ─▶ resolve_in_doubt(id, outcome) ─▶ answer
+//! ```
+//!
+//! Every outcome is recorded, failures included: a retry is a new command with a new id.
 
-use protocol::agent::{AgentCommand, CommandResult};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::journal::Journal;
+use protocol::agent::{
+    AgentCommand, CommandFailure, CommandOutput, CommandResult, FailureKind, Op, PowerAction,
+    SnapshotAction, SnapshotOp,
+};
+
+use crate::error::JournalError;
+use crate::journal::{Begin, Journal, MAX_COMMAND_ID_LEN};
 use crate::ops::VmOps;
+use crate::typed::TypedJournal;
+
+/// What the journal stores per command.
+pub(crate) type Outcome = Result<CommandOutput, CommandFailure>;
+
+/// Finished entries the journal keeps (older ones are pruned).
+pub(crate) const JOURNAL_KEEP: usize = 10_000;
+/// Prune after this many recorded outcomes.
+const PRUNE_EVERY: u64 = 500;
 
 /// Runs commands on this host.
 #[derive(Debug, Clone)]
 pub struct Executor {
-    #[allow(dead_code)]
-    journal: Journal,
-    #[allow(dead_code)]
+    journal: TypedJournal<AgentCommand, Outcome>,
     ops: VmOps,
+    recorded: Arc<AtomicU64>,
+}
+
+fn failure(kind: FailureKind, step: &str, message: impl Into<String>) -> CommandFailure {
+    CommandFailure {
+        kind,
+        step: step.to_string(),
+        message: message.into(),
+    }
+}
+
+fn journal_failure(id: &str, err: &JournalError) -> CommandFailure {
+    match err {
+        JournalError::Conflict { .. } => failure(
+            FailureKind::Permanent,
+            "journal",
+            format!(
+                "command id {id:?} was already used for a different command; ids are never reused"
+            ),
+        ),
+        JournalError::InvalidId { .. } => {
+            failure(FailureKind::Permanent, "journal", err.to_string())
+        }
+        _ => failure(
+            FailureKind::Transient,
+            "journal",
+            format!("the agent's command journal failed, nothing was run: {err}"),
+        ),
+    }
+}
+
+/// How to settle a command found in doubt (started by an earlier process, no result).
+enum Settle {
+    /// Running it again is safe.
+    Rerun,
+    /// Look whether the snapshot exists.
+    CheckSnapshot,
+    /// Cannot know: tell the operator what to check.
+    Unknown(String),
+}
+
+fn settle(op: &Op) -> Settle {
+    match op {
+        Op::Ensure(_) | Op::Delete(_) => Settle::Rerun,
+        Op::Power(p) => match p.action {
+            PowerAction::Restart { .. } => Settle::Unknown(format!(
+                "the agent stopped while restarting VM {} ({}); check its uptime in PVE and restart it again if needed",
+                p.vmid, p.name
+            )),
+            PowerAction::Start | PowerAction::Stop | PowerAction::Shutdown { .. } => Settle::Rerun,
+        },
+        Op::Snapshot(s) => match &s.action {
+            SnapshotAction::List => Settle::Rerun,
+            SnapshotAction::Create { .. } => Settle::CheckSnapshot,
+            SnapshotAction::Rollback { snapshot, .. } => Settle::Unknown(format!(
+                "the agent stopped while rolling VM {} ({}) back to '{snapshot}'; check the VM's state in PVE (qm config {}) and roll back again if needed",
+                s.vmid, s.name, s.vmid
+            )),
+            SnapshotAction::Delete { snapshot } => Settle::Unknown(format!(
+                "the agent stopped while deleting snapshot '{snapshot}' of VM {} ({}); check `qm listsnapshot {}` and delete it again if it is still there",
+                s.vmid, s.name, s.vmid
+            )),
+        },
+    }
 }
 
 impl Executor {
     /// An executor journaling in `journal` and acting through `ops`.
     pub fn new(journal: Journal, ops: VmOps) -> Executor {
-        Executor { journal, ops }
+        Executor {
+            journal: TypedJournal::new(journal),
+            ops,
+            recorded: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// The VM operations it uses (inventory shares the PVE client).
@@ -28,13 +123,137 @@ impl Executor {
 
     /// Runs `cmd` unless its id ran before, and returns its result.
     pub async fn execute(&self, cmd: AgentCommand) -> CommandResult {
+        let outcome = self.outcome(&cmd).await;
         CommandResult {
             id: cmd.id,
-            outcome: Err(protocol::agent::CommandFailure {
-                kind: protocol::agent::FailureKind::Permanent,
-                step: "execute".into(),
-                message: "not built yet".into(),
-            }),
+            outcome,
+        }
+    }
+
+    async fn outcome(&self, cmd: &AgentCommand) -> Outcome {
+        let id = cmd.id.as_str();
+        if id.is_empty() || id.len() > MAX_COMMAND_ID_LEN {
+            return Err(failure(
+                FailureKind::Permanent,
+                "journal",
+                format!(
+                    "command id of {} bytes refused: ids must be 1 to {MAX_COMMAND_ID_LEN} bytes",
+                    id.len()
+                ),
+            ));
+        }
+        let begin = match self.journal.begin(id, cmd).await {
+            Ok(b) => b,
+            Err(e) => return Err(journal_failure(id, &e)),
+        };
+        match begin {
+            Begin::Done(stored) => stored,
+            Begin::InProgress => Err(failure(
+                FailureKind::Transient,
+                "journal",
+                format!(
+                    "command {id} is already running on this agent; its result follows when done"
+                ),
+            )),
+            Begin::Run => {
+                let outcome = self.run(&cmd.op).await;
+                self.record(id, outcome, false).await
+            }
+            Begin::InDoubt => {
+                tracing::warn!(
+                    command_id = id,
+                    op = cmd.op.kind(),
+                    vm = cmd.op.vm_name(),
+                    "command in doubt after a restart"
+                );
+                let outcome = match settle(&cmd.op) {
+                    Settle::Rerun => self.run(&cmd.op).await,
+                    Settle::CheckSnapshot => self.settle_snapshot_create(&cmd.op).await,
+                    Settle::Unknown(message) => {
+                        Err(failure(FailureKind::InDoubt, cmd.op.kind(), message))
+                    }
+                };
+                self.record(id, outcome, true).await
+            }
+        }
+    }
+
+    /// Stores the outcome durably before it is answered; if that fails the command stays in
+    /// doubt (the next delivery settles it) and the answer says so.
+    async fn record(&self, id: &str, outcome: Outcome, in_doubt: bool) -> Outcome {
+        let stored = if in_doubt {
+            self.journal.resolve_in_doubt(id, &outcome).await
+        } else {
+            self.journal.finish(id, &outcome).await
+        };
+        if let Err(e) = stored {
+            self.journal.journal().abandon(id);
+            tracing::error!(command_id = id, error = %e, "result not recorded");
+            return Err(failure(
+                FailureKind::Transient,
+                "journal",
+                format!(
+                    "the command ran but its result could not be recorded ({e}); it will be settled when sent again"
+                ),
+            ));
+        }
+        self.prune_now_and_then().await;
+        outcome
+    }
+
+    async fn prune_now_and_then(&self) {
+        let n = self.recorded.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_multiple_of(PRUNE_EVERY) {
+            match self.journal.journal().prune(JOURNAL_KEEP).await {
+                Ok(removed) if removed > 0 => tracing::debug!(removed, "journal pruned"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "journal prune failed"),
+            }
+        }
+    }
+
+    async fn run(&self, op: &Op) -> Outcome {
+        match op {
+            Op::Ensure(e) => self.ops.ensure(e).await.map(CommandOutput::Vm),
+            Op::Delete(d) => self
+                .ops
+                .delete(d)
+                .await
+                .map(|existed| CommandOutput::Deleted { existed }),
+            Op::Power(p) => self.ops.power(p).await.map(CommandOutput::Vm),
+            Op::Snapshot(s) => self.ops.snapshot(s).await.map(CommandOutput::Snapshots),
+        }
+    }
+
+    /// A snapshot create found in doubt: a complete snapshot means it happened (answer the
+    /// list); none means it did not (take it now); a half-done one cannot be judged.
+    async fn settle_snapshot_create(&self, op: &Op) -> Outcome {
+        let Op::Snapshot(
+            s @ SnapshotOp {
+                action: SnapshotAction::Create { snapshot, .. },
+                ..
+            },
+        ) = op
+        else {
+            return self.run(op).await;
+        };
+        match self.ops.snapshot_state(&s.name, s.vmid, snapshot).await? {
+            Some(true) => {
+                let list = SnapshotOp {
+                    action: SnapshotAction::List,
+                    ..s.clone()
+                };
+                self.ops.snapshot(&list).await.map(CommandOutput::Snapshots)
+            }
+            None => self.run(op).await,
+            Some(false) => Err(failure(
+                FailureKind::InDoubt,
+                "snapshot",
+                format!(
+                    "the agent stopped while taking snapshot '{snapshot}' of VM {} ({}) and PVE shows it half done; check `qm listsnapshot {}` and delete or finish it",
+                    s.vmid, s.name, s.vmid
+                ),
+            )),
         }
     }
 }

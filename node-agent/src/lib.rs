@@ -1,16 +1,34 @@
-//! `pvefleet-agent`, the node agent that runs on every PVE host.
+//! `pvefleet-agent`, the node agent that runs on every PVE host: it keeps a session with the
+//! coordinators (leader following, heartbeats, the lease), reports the host's inventory, and
+//! runs the leader's commands against the local PVE API, each at most once (ARCHITECTURE.md §3
+//! rules 3 and 4).
 //!
-//! It will hold the host's inventory, its session to the coordinators, leases, VIPs and
-//! fencing (issue 4). Built so far: the executor's on-disk journal ([`Journal`], and its typed
-//! layer [`TypedJournal`]) that makes every coordinator command run at most once, keeps its
-//! result and answers a repeated command id with it (ARCHITECTURE.md §3 rule 4).
+//! ```text
+//!  config (agent.toml) ─▶ daemon::Agent::start ─▶ NodeDir (join wrote it) ─▶ backend::connect
+//!                                                                  (https | pvesh | sim)
+//!   inventory::Collector ── sysinfo + PVE reads ──▶ InventoryFeed ──┐
+//!                                                                   ▼
+//!   session::Session ── Heartbeat{inventory on change, results, running} ──▶ leader (QUIC mTLS)
+//!        ▲  ◀── HeartbeatAck{lease, commands, acked results} ────────────────┘
+//!        │        │ commands (per VM in order, 8 at once)
+//!        │        ▼
+//!        └── Executor ── Journal (sled: begin, finish; repeated id → stored result)
+//!                   └── ops::VmOps ── pve::Client ──▶ local PVE API
+//! ```
+//!
+//! [`join`] admits a host with a join token and writes its directory; [`daemon`] runs it.
 
 pub mod backend;
+pub mod config;
+pub mod daemon;
 mod error;
 mod executor;
+pub mod inventory;
+pub mod join;
 mod journal;
 pub mod ops;
 mod record;
+pub mod session;
 mod typed;
 
 pub use error::JournalError;

@@ -16,7 +16,8 @@ use crate::spec::VmSpec;
 /// One command for an agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentCommand {
-    /// Unique id (`<vm>/<op>/g<generation>/t<term>/<n>`), at most 200 bytes.
+    /// Unique id (`<vm>/<op>/g<generation>/t<term>/<n>`), at most 128 bytes (the journal's
+    /// limit; longer ids are refused).
     pub id: String,
     /// What to do.
     pub op: Op,

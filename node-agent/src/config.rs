@@ -1,0 +1,565 @@
+//! The agent's configuration file (TOML, default [`DEFAULT_CONFIG_PATH`]): where its data
+//! lives, the host's name and labels, how often it beats, and which PVE backend it drives.
+//! Unknown fields are refused so a typo fails loudly; every error names the field. Secrets are
+//! never written here, only the paths of the files holding them.
+//!
+//! ```toml
+//! data_dir = "/var/lib/pvefleet/agent"   # node.key, node.pem, ca.pem, cluster.toml, journal/
+//! host_name = "pve1"                     # default: this machine's short host name
+//! heartbeat_ms = 1000
+//! inventory_ms = 5000
+//! [labels]
+//! zone = "a"
+//! [pve]
+//! backend = "https"                      # or "pvesh" or "sim"
+//! url = "https://127.0.0.1:8006"
+//! token_file = "/etc/pvefleet/pve-token" # one line USER@REALM!TOKENID=SECRET, mode 0600
+//! fingerprint = "AA:BB:..."              # or ca_file = "/etc/pve/pve-root-ca.pem", or insecure = true
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use protocol::spec::Labels;
+use serde::{Deserialize, Serialize};
+
+/// Where `pvefleet-agent` looks for its configuration unless told otherwise.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/pvefleet/agent.toml";
+/// The default data directory.
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/pvefleet/agent";
+/// The default heartbeat interval, in milliseconds.
+pub const DEFAULT_HEARTBEAT_MS: u64 = 1000;
+/// The default inventory collection interval, in milliseconds.
+pub const DEFAULT_INVENTORY_MS: u64 = 5000;
+/// The default HTTPS URL of the local PVE API.
+pub const DEFAULT_PVE_URL: &str = "https://127.0.0.1:8006";
+
+/// Accepted heartbeat intervals: well inside the lease (10 s by default).
+const HEARTBEAT_MS_RANGE: std::ops::RangeInclusive<u64> = 100..=5_000;
+/// Accepted inventory intervals: `pvesh` costs a process per call, so not too often.
+const INVENTORY_MS_RANGE: std::ops::RangeInclusive<u64> = 500..=300_000;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The agent's directory: its certificate and key, `cluster.toml`, the command journal.
+    #[serde(default = "default_data_dir")]
+    pub data_dir: PathBuf,
+    /// The PVE node name of this host; the machine's short host name when absent (required
+    /// with the `sim` backend, whose node is named after it).
+    #[serde(default)]
+    pub host_name: Option<String>,
+    /// Labels placement constraints match (`zone = "a"`).
+    #[serde(default)]
+    pub labels: Labels,
+    /// Milliseconds between heartbeats (100 to 5000).
+    #[serde(default = "default_heartbeat_ms")]
+    pub heartbeat_ms: u64,
+    /// Milliseconds between inventory collections (500 to 300000); a finished command also
+    /// triggers one.
+    #[serde(default = "default_inventory_ms")]
+    pub inventory_ms: u64,
+    /// The PVE backend.
+    pub pve: PveConfig,
+}
+
+/// How the agent reaches PVE on this host (`[pve] backend = ...`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "backend", rename_all = "lowercase")]
+pub enum PveConfig {
+    /// The local HTTPS API with an API token.
+    Https(HttpsSettings),
+    /// `pvesh` as root on the host.
+    Pvesh(PveshSettings),
+    /// A simulated PVE node in process (simulation mode, no PVE needed).
+    Sim(SimSettings),
+}
+
+/// `backend = "https"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpsSettings {
+    /// `https://HOST[:PORT]` of pveproxy (default `https://127.0.0.1:8006`).
+    #[serde(default = "default_url")]
+    pub url: String,
+    /// The API token file: one line `USER@REALM!TOKENID=SECRET`, mode 0600.
+    pub token_file: PathBuf,
+    /// Trust the certificates of this PEM file (e.g. `/etc/pve/pve-root-ca.pem`).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// Trust exactly the certificate with this SHA-256 fingerprint (`AA:BB:...`, as PVE shows).
+    #[serde(default)]
+    pub fingerprint: Option<String>,
+    /// Trust any certificate (throw-away labs only).
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+/// `backend = "pvesh"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PveshSettings {
+    /// The program (default `pvesh`, found on `PATH`).
+    #[serde(default = "default_pvesh")]
+    pub program: PathBuf,
+    /// Deadline of one call in seconds; tasks run in the foreground, so it bounds a clone too.
+    #[serde(default = "default_pvesh_timeout")]
+    pub timeout_secs: u64,
+}
+
+/// `backend = "sim"`: one simulated node named after the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimSettings {
+    /// Logical CPUs of the node.
+    #[serde(default = "default_sim_cpus")]
+    pub cpus: u32,
+    /// Memory of the node in GiB.
+    #[serde(default = "default_sim_memory")]
+    pub memory_gib: u64,
+    /// Linux bridges of the node.
+    #[serde(default = "default_sim_bridges")]
+    pub bridges: Vec<String>,
+    /// Also a shared `rbd` storage named `ceph`.
+    #[serde(default)]
+    pub ceph: bool,
+    /// Multiplies simulated task durations (1.0 realistic, 0.0 instant).
+    #[serde(default = "default_time_scale")]
+    pub time_scale: f64,
+    /// Seconds (before scaling) from a VM start until its guest agent reports addresses.
+    #[serde(default = "default_agent_ip_delay")]
+    pub agent_ip_delay_secs: f64,
+}
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        SimSettings {
+            cpus: default_sim_cpus(),
+            memory_gib: default_sim_memory(),
+            bridges: default_sim_bridges(),
+            ceph: false,
+            time_scale: default_time_scale(),
+            agent_ip_delay_secs: default_agent_ip_delay(),
+        }
+    }
+}
+
+impl PveConfig {
+    /// The backend's name as configured (`https`, `pvesh`, `sim`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PveConfig::Https(_) => "https",
+            PveConfig::Pvesh(_) => "pvesh",
+            PveConfig::Sim(_) => "sim",
+        }
+    }
+}
+
+/// Why the configuration cannot be used. Every message names the file and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error(
+        "cannot read the agent configuration {path}: {source}; write one (see `pvefleet-agent \
+         run --help`) or pass --config FILE"
+    )]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The TOML does not parse or has unknown or mistyped fields (the text names the field).
+    #[error("{path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error, with the field and line.
+        source: toml::de::Error,
+    },
+    /// A field holds a value that cannot be used.
+    #[error("{path}: field `{field}`: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The field (`pve.url`, `heartbeat_ms`, ...).
+        field: String,
+        /// What is wrong and what is accepted.
+        reason: String,
+    },
+}
+
+impl AgentConfig {
+    /// Reads and checks the file at `path`.
+    pub fn load(path: &Path) -> Result<AgentConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        AgentConfig::from_toml(&text, path)
+    }
+
+    /// Parses and checks `text`; `path` is only used in messages.
+    pub fn from_toml(text: &str, path: &Path) -> Result<AgentConfig, ConfigError> {
+        let config: AgentConfig = toml::from_str(text).map_err(|source| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    /// Checks every field on its own and against the others.
+    pub fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |field: &str, reason: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            field: field.to_string(),
+            reason,
+        };
+        if !HEARTBEAT_MS_RANGE.contains(&self.heartbeat_ms) {
+            return Err(invalid(
+                "heartbeat_ms",
+                format!(
+                    "{} is outside {}..={} milliseconds",
+                    self.heartbeat_ms,
+                    HEARTBEAT_MS_RANGE.start(),
+                    HEARTBEAT_MS_RANGE.end()
+                ),
+            ));
+        }
+        if !INVENTORY_MS_RANGE.contains(&self.inventory_ms) {
+            return Err(invalid(
+                "inventory_ms",
+                format!(
+                    "{} is outside {}..={} milliseconds",
+                    self.inventory_ms,
+                    INVENTORY_MS_RANGE.start(),
+                    INVENTORY_MS_RANGE.end()
+                ),
+            ));
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            return Err(invalid("data_dir", "must not be empty".to_string()));
+        }
+        // The labels are checked with any valid name; the name itself is checked on its own.
+        check_host(self.host_name.as_deref().unwrap_or("host"), &self.labels)
+            .map_err(|(field, reason)| invalid(&field, reason))?;
+        match &self.pve {
+            PveConfig::Https(https) => https.validate().map_err(|(f, r)| invalid(&f, r)),
+            PveConfig::Pvesh(pvesh) => {
+                if pvesh.timeout_secs == 0 {
+                    return Err(invalid("pve.timeout_secs", "must be at least 1".into()));
+                }
+                if pvesh.program.as_os_str().is_empty() {
+                    return Err(invalid("pve.program", "must not be empty".into()));
+                }
+                Ok(())
+            }
+            PveConfig::Sim(sim) => {
+                if self.host_name.is_none() {
+                    return Err(invalid(
+                        "host_name",
+                        "required with backend = \"sim\": the simulated node is named after it"
+                            .into(),
+                    ));
+                }
+                sim.validate().map_err(|(f, r)| invalid(&f, r))
+            }
+        }
+    }
+
+    /// The host's PVE node name: `host_name`, or the machine's host name without its domain
+    /// (as PVE names its node). Checked against PVE's node name rule.
+    pub fn resolved_host_name(&self, path: &Path) -> Result<String, ConfigError> {
+        let name = match &self.host_name {
+            Some(name) => name.clone(),
+            None => sysinfo::System::host_name()
+                .map(|h| short_host_name(&h).to_string())
+                .map_err(|e| ConfigError::Invalid {
+                    path: path.to_path_buf(),
+                    field: "host_name".into(),
+                    reason: format!("not set, and this machine's host name is unreadable: {e}"),
+                })?,
+        };
+        check_host(&name, &self.labels).map_err(|(field, reason)| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            field,
+            reason,
+        })?;
+        Ok(name)
+    }
+}
+
+impl HttpsSettings {
+    /// The host and port of [`HttpsSettings::url`].
+    pub fn host_port(&self) -> Result<(String, u16), String> {
+        parse_https_url(&self.url)
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
+        self.host_port().map_err(|r| ("pve.url".to_string(), r))?;
+        let chosen = [
+            self.ca_file.is_some(),
+            self.fingerprint.is_some(),
+            self.insecure,
+        ]
+        .into_iter()
+        .filter(|c| *c)
+        .count();
+        if chosen != 1 {
+            return Err((
+                "pve.ca_file".to_string(),
+                format!(
+                    "set exactly one of `ca_file`, `fingerprint` or `insecure = true` to say how \
+                     the PVE certificate is checked ({chosen} set)"
+                ),
+            ));
+        }
+        if self.token_file.as_os_str().is_empty() {
+            return Err(("pve.token_file".into(), "must not be empty".into()));
+        }
+        Ok(())
+    }
+}
+
+impl SimSettings {
+    fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |f: &str, r: &str| Err((format!("pve.{f}"), r.to_string()));
+        if self.cpus == 0 {
+            return bad("cpus", "must be at least 1");
+        }
+        if self.memory_gib == 0 || self.memory_gib > 1 << 20 {
+            return bad("memory_gib", "must be between 1 and 1048576");
+        }
+        if self.bridges.is_empty() {
+            return bad("bridges", "name at least one bridge (e.g. [\"vmbr0\"])");
+        }
+        if let Some(b) = self.bridges.iter().find(|b| !is_bridge_name(b)) {
+            return Err((
+                "pve.bridges".into(),
+                format!("'{b}' is not a bridge name (letters and digits, e.g. vmbr0)"),
+            ));
+        }
+        if !(self.time_scale.is_finite() && self.time_scale >= 0.0) {
+            return bad("time_scale", "must be a number >= 0");
+        }
+        if !(self.agent_ip_delay_secs.is_finite() && self.agent_ip_delay_secs >= 0.0) {
+            return bad("agent_ip_delay_secs", "must be a number >= 0");
+        }
+        Ok(())
+    }
+}
+
+/// The name and labels must follow the fleet's rules; the error names the config field.
+fn check_host(name: &str, labels: &Labels) -> Result<(), (String, String)> {
+    protocol::fleet::validate_host(name, labels).map_err(|e| {
+        let field = if e.field == "name" {
+            "host_name".to_string()
+        } else {
+            e.field.clone()
+        };
+        (field, format!("{} is not {}", e.value, e.allowed))
+    })
+}
+
+fn is_bridge_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 15 && name.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// `pve1.example.com` → `pve1`: PVE names its node after the host name without the domain.
+pub fn short_host_name(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// `https://HOST[:PORT][/]` → (HOST, PORT); IPv6 hosts in brackets.
+fn parse_https_url(url: &str) -> Result<(String, u16), String> {
+    let rest = url
+        .strip_prefix("https://")
+        .ok_or_else(|| format!("'{url}' must start with https://"))?;
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.is_empty() || authority.contains(['/', '?', '#', '@']) {
+        return Err(format!(
+            "'{url}' must be https://HOST[:PORT] without a path (e.g. {DEFAULT_PVE_URL})"
+        ));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (host, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("'{url}': unclosed '[' in the host"))?;
+        match after {
+            "" => (host, None),
+            p => (
+                host,
+                Some(
+                    p.strip_prefix(':')
+                        .ok_or_else(|| format!("'{url}': expected ':PORT' after ']'"))?,
+                ),
+            ),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("'{url}' has no host"));
+    }
+    let port = match port {
+        None => pve::https::HttpsConfig::DEFAULT_PORT,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(|| format!("'{url}': the port must be 1-65535"))?,
+    };
+    Ok((host.to_string(), port))
+}
+
+fn default_data_dir() -> PathBuf {
+    PathBuf::from(DEFAULT_DATA_DIR)
+}
+fn default_heartbeat_ms() -> u64 {
+    DEFAULT_HEARTBEAT_MS
+}
+fn default_inventory_ms() -> u64 {
+    DEFAULT_INVENTORY_MS
+}
+fn default_url() -> String {
+    DEFAULT_PVE_URL.to_string()
+}
+fn default_pvesh() -> PathBuf {
+    PathBuf::from("pvesh")
+}
+fn default_pvesh_timeout() -> u64 {
+    pve::pvesh::PveshConfig::DEFAULT_TIMEOUT.as_secs()
+}
+fn default_sim_cpus() -> u32 {
+    16
+}
+fn default_sim_memory() -> u64 {
+    64
+}
+fn default_sim_bridges() -> Vec<String> {
+    vec!["vmbr0".into(), "vmbr1".into()]
+}
+fn default_time_scale() -> f64 {
+    1.0
+}
+fn default_agent_ip_delay() -> f64 {
+    8.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<AgentConfig, String> {
+        AgentConfig::from_toml(text, Path::new("agent.toml")).map_err(|e| e.to_string())
+    }
+
+    const SIM: &str = "host_name = \"hosta\"\n[pve]\nbackend = \"sim\"\n";
+
+    #[test]
+    fn a_minimal_sim_config_takes_the_defaults() {
+        let c = parse(SIM).unwrap();
+        assert_eq!(c.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+        assert_eq!(c.heartbeat_ms, DEFAULT_HEARTBEAT_MS);
+        assert_eq!(c.pve, PveConfig::Sim(SimSettings::default()));
+        assert_eq!(c.resolved_host_name(Path::new("x")).unwrap(), "hosta");
+    }
+
+    #[test]
+    fn each_backend_reads_its_own_fields() {
+        let https = "[pve]\nbackend = \"https\"\ntoken_file = \"/t\"\nfingerprint = \"AA:BB\"\n";
+        let PveConfig::Https(h) = parse(https).unwrap().pve else {
+            panic!("not https");
+        };
+        assert_eq!(h.host_port().unwrap(), ("127.0.0.1".to_string(), 8006));
+        let pvesh = "[pve]\nbackend = \"pvesh\"\ntimeout_secs = 60\n";
+        assert_eq!(
+            parse(pvesh).unwrap().pve,
+            PveConfig::Pvesh(PveshSettings {
+                program: PathBuf::from("pvesh"),
+                timeout_secs: 60
+            })
+        );
+        let sim = format!("{SIM}cpus = 4\nmemory_gib = 8\nceph = true\ntime_scale = 0.0\n");
+        let PveConfig::Sim(s) = parse(&sim).unwrap().pve else {
+            panic!("not sim");
+        };
+        assert_eq!(
+            (s.cpus, s.memory_gib, s.ceph, s.time_scale),
+            (4, 8, true, 0.0)
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field_at_fault() {
+        let https = "[pve]\nbackend = \"https\"\ntoken_file = \"/t\"\n";
+        let table: &[(String, &str)] = &[
+            (format!("heartbeat_msec = 5\n{SIM}"), "heartbeat_msec"),
+            (format!("heartbeat_ms = 0\n{SIM}"), "heartbeat_ms"),
+            (format!("inventory_ms = 1\n{SIM}"), "inventory_ms"),
+            (format!("{SIM}cpu = 4\n"), "cpu"),
+            (format!("{SIM}cpus = 0\n"), "pve.cpus"),
+            (format!("{SIM}bridges = []\n"), "pve.bridges"),
+            (format!("{SIM}time_scale = -1.0\n"), "pve.time_scale"),
+            ("[pve]\nbackend = \"sim\"\n".to_string(), "host_name"),
+            (format!("host_name = \"a_b\"\n{SIM}"), "host_name"),
+            (format!("[labels]\nZone = \"a\"\n{SIM}"), "labels"),
+            ("[pve]\nbackend = \"esx\"\n".to_string(), "esx"),
+            ("host_name = \"h\"\n".to_string(), "pve"),
+            (https.to_string(), "pve.ca_file"),
+            (
+                format!("{https}insecure = true\nca_file = \"/c\"\n"),
+                "pve.ca_file",
+            ),
+            (
+                format!("{https}insecure = true\nurl = \"http://h\"\n"),
+                "pve.url",
+            ),
+            (
+                format!("{https}insecure = true\nurl = \"https://h:0\"\n"),
+                "pve.url",
+            ),
+            (
+                format!("{https}insecure = true\ntokenfile = \"/t\"\n"),
+                "tokenfile",
+            ),
+        ];
+        for (text, field) in table {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(field), "{text:?}: {err}");
+            assert!(err.contains("agent.toml"), "{err}");
+        }
+    }
+
+    #[test]
+    fn https_urls_give_host_and_port() {
+        let table = [
+            ("https://pve1", Ok(("pve1", 8006))),
+            ("https://pve1:443/", Ok(("pve1", 443))),
+            ("https://[::1]:8006", Ok(("::1", 8006))),
+            ("https://[fd00::1]", Ok(("fd00::1", 8006))),
+            ("https://10.0.0.1:8006", Ok(("10.0.0.1", 8006))),
+            ("http://pve1", Err("https://")),
+            ("https://pve1/api2/json", Err("without a path")),
+            ("https://:8006", Err("no host")),
+            ("https://pve1:x", Err("port")),
+        ];
+        for (url, want) in table {
+            match (parse_https_url(url), want) {
+                (Ok((h, p)), Ok((wh, wp))) => assert_eq!((h.as_str(), p), (wh, wp), "{url}"),
+                (Err(e), Err(part)) => assert!(e.contains(part), "{url}: {e}"),
+                (got, want) => panic!("{url}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_node_name_is_the_host_name_without_its_domain() {
+        assert_eq!(short_host_name("pve1.example.com"), "pve1");
+        assert_eq!(short_host_name("pve1"), "pve1");
+    }
+}

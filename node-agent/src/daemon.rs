@@ -1,0 +1,309 @@
+//! The agent process: loads what `join` wrote, opens the command journal, builds the PVE
+//! backend, and runs the inventory collector and the coordinator session until shutdown.
+//!
+//! ```text
+//!  start: config ─▶ NodeDir (cluster.toml, node cert, CA) ─▶ journal/ (sled)
+//!         ─▶ PVE backend (https | pvesh | sim) ─▶ Executor(journal, VmOps)
+//!         ─▶ QUIC client endpoint ─▶ Collector, certificate renewal and Session tasks
+//!  run:   wait for shutdown ─▶ stop them (running commands get a grace period)
+//!         ─▶ close the endpoint
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bootstrap::{BootstrapError, NodeDir};
+use protocol::{NodeId, Role};
+use pve_sim::Sim;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use transport::{Endpoint, TransportConfig, TransportError};
+
+use crate::backend::{self, BackendError};
+use crate::config::{AgentConfig, ConfigError};
+use crate::error::JournalError;
+use crate::executor::Executor;
+use crate::inventory::{self, Collector};
+use crate::journal::Journal;
+use crate::ops::{SimSnippetWriter, VmOps};
+use crate::session::{
+    CertRenewal, MAX_CONCURRENT, RENEW_CHECK, Session, SessionConfig, SessionStatus, Target,
+};
+
+/// The journal's directory below the data directory.
+pub const JOURNAL_DIR: &str = "journal";
+/// How long commands still running at shutdown may take to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Bound on the teardown steps after the grace period.
+const TEARDOWN_WAIT: Duration = Duration::from_secs(10);
+/// How long the endpoint waits for the coordinators to learn that it closed.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// What `pvefleet-agent run` prints on stdout (one JSON line) once the first beat was acked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadyLine {
+    /// The agent's node id.
+    pub node_id: NodeId,
+    /// The host's PVE node name.
+    pub host: String,
+    /// The PVE backend (`https`, `pvesh`, `sim`).
+    pub backend: String,
+}
+
+/// Why the agent could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The configuration is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The node directory could not be read.
+    #[error(
+        "cannot load the agent in {dir}: {source}; join the cluster first with \
+         `pvefleet-agent join TOKEN ADDR --data-dir {dir}`"
+    )]
+    Load {
+        /// The data directory.
+        dir: PathBuf,
+        /// What failed.
+        source: BootstrapError,
+    },
+    /// The directory holds a coordinator's or the CLI's files.
+    #[error("{dir} holds a {role} node, not an agent: point data_dir at the agent's directory")]
+    NotAgent {
+        /// The data directory.
+        dir: PathBuf,
+        /// The role it holds.
+        role: Role,
+    },
+    /// `cluster.toml` names no coordinator to dial.
+    #[error("{dir}/cluster.toml lists no coordinator members: join again with a fresh token")]
+    NoMembers {
+        /// The data directory.
+        dir: PathBuf,
+    },
+    /// The command journal could not be opened.
+    #[error("cannot open the command journal in {dir}: {source}")]
+    Journal {
+        /// The journal's directory.
+        dir: PathBuf,
+        /// What failed.
+        source: JournalError,
+    },
+    /// The PVE backend could not be built.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// The QUIC endpoint could not be made.
+    #[error("cannot make the QUIC endpoint: {0}")]
+    Endpoint(TransportError),
+    /// A task of the agent failed.
+    #[error("agent task failed: {0}")]
+    Task(String),
+}
+
+/// Starts agents.
+#[derive(Debug)]
+pub struct Agent;
+
+/// A started agent; [`RunningAgent::run`] keeps it going until shutdown.
+pub struct RunningAgent {
+    node_id: NodeId,
+    host: String,
+    backend: &'static str,
+    sim: Option<Sim>,
+    endpoint: Endpoint,
+    stop: CancellationToken,
+    session: JoinHandle<()>,
+    tasks: TaskTracker,
+    status: watch::Receiver<SessionStatus>,
+}
+
+impl std::fmt::Debug for RunningAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningAgent")
+            .field("node_id", &self.node_id)
+            .field("host", &self.host)
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The agent's QUIC settings: short handshakes, so a dead member costs little before the next
+/// one is tried (the lease is 10 s by default).
+pub fn transport_config() -> TransportConfig {
+    TransportConfig {
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(15),
+        keep_alive: Duration::from_secs(3),
+        ..TransportConfig::default()
+    }
+}
+
+impl Agent {
+    /// Loads the agent in `config.data_dir`, builds its backend and starts its collector and
+    /// session (see [`RunningAgent::ready`]).
+    pub async fn start(config: AgentConfig) -> Result<RunningAgent, AgentError> {
+        let shown = Path::new("the agent configuration");
+        config.validate(shown)?;
+        let host = config.resolved_host_name(shown)?;
+        let dir = config.data_dir.clone();
+        let node_dir = NodeDir::new(&dir);
+        let load = |source| AgentError::Load {
+            dir: dir.clone(),
+            source,
+        };
+        let cluster = node_dir.read_cluster_config().map_err(load)?;
+        if cluster.role != Role::Agent {
+            return Err(AgentError::NotAgent {
+                dir,
+                role: cluster.role,
+            });
+        }
+        let members: Vec<Target> = cluster
+            .members
+            .iter()
+            .map(|m| Target {
+                id: m.node_id,
+                addr: m.addr.clone(),
+            })
+            .collect();
+        if members.is_empty() {
+            return Err(AgentError::NoMembers { dir });
+        }
+        let tls = node_dir.load_node_material().map_err(load)?;
+        let journal = open_journal(dir.join(JOURNAL_DIR)).await?;
+        let pve = backend::connect(&config.pve, &host)?;
+        let mut ops = VmOps::new(pve.client.clone(), host.clone());
+        // A simulated node has no storage directories: its snippets live in the simulator.
+        if let Some(sim) = &pve.sim {
+            ops = ops.with_snippets(Arc::new(SimSnippetWriter::new(sim.clone())));
+        }
+        let executor = Executor::new(journal, ops);
+        let endpoint = Endpoint::client(&tls, transport_config()).map_err(AgentError::Endpoint)?;
+
+        let (sender, feed) = inventory::feed();
+        let collector = Collector::new(
+            pve.client.clone(),
+            host.clone(),
+            Duration::from_millis(config.inventory_ms),
+            sender,
+        );
+        let renewal = CertRenewal {
+            endpoint: endpoint.clone(),
+            dir: node_dir.clone(),
+            members: members.clone(),
+            every: RENEW_CHECK,
+        };
+        let session = Session::new(
+            SessionConfig {
+                host_name: host.clone(),
+                labels: config.labels.clone(),
+                heartbeat: Duration::from_millis(config.heartbeat_ms),
+                members,
+                max_concurrent: MAX_CONCURRENT,
+                shutdown_grace: SHUTDOWN_GRACE,
+            },
+            endpoint.clone(),
+            Arc::new(executor),
+            feed,
+        );
+        let status = session.status();
+        let stop = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        tasks.spawn(collector.run(stop.clone()));
+        tasks.spawn(renewal.run(stop.clone()));
+        let session = tokio::spawn(session.run(stop.clone()));
+        tracing::info!(node_id = cluster.node_id, %host, backend = pve.kind, "agent started");
+        Ok(RunningAgent {
+            node_id: cluster.node_id,
+            host,
+            backend: pve.kind,
+            sim: pve.sim,
+            endpoint,
+            stop,
+            session,
+            tasks,
+            status,
+        })
+    }
+}
+
+async fn open_journal(dir: PathBuf) -> Result<Journal, AgentError> {
+    let at = dir.clone();
+    match tokio::task::spawn_blocking(move || Journal::open(&at)).await {
+        Ok(Ok(journal)) => Ok(journal),
+        Ok(Err(source)) => Err(AgentError::Journal { dir, source }),
+        Err(e) => Err(AgentError::Task(format!("opening the journal: {e}"))),
+    }
+}
+
+impl RunningAgent {
+    /// The agent's node id.
+    pub fn node_id(&self) -> NodeId {
+        self.node_id
+    }
+
+    /// The host's PVE node name.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The simulator of a `sim` backend (to act behind the agent's back in tests and demos).
+    pub fn sim(&self) -> Option<&Sim> {
+        self.sim.as_ref()
+    }
+
+    /// Follows the session's status (acks, leader, lease, commands).
+    pub fn status(&self) -> watch::Receiver<SessionStatus> {
+        self.status.clone()
+    }
+
+    /// Resolves with the ready line once a leader acknowledged a beat; `None` if the agent
+    /// stopped first.
+    pub fn ready(&self) -> impl std::future::Future<Output = Option<ReadyLine>> + Send + 'static {
+        let mut status = self.status.clone();
+        let line = ReadyLine {
+            node_id: self.node_id,
+            host: self.host.clone(),
+            backend: self.backend.to_string(),
+        };
+        async move { status.wait_for(|s| s.acks > 0).await.ok().map(|_| line) }
+    }
+
+    /// Runs until `shutdown` (or until the session ends on its own, an error), then stops
+    /// the session (running commands get a grace period) and the collector, and closes the
+    /// endpoint.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), AgentError> {
+        let mut session = self.session;
+        let ended = tokio::select! {
+            () = shutdown.cancelled() => None,
+            joined = &mut session => Some(joined),
+        };
+        tracing::info!(host = %self.host, "agent stopping");
+        self.stop.cancel();
+        let joined = match ended {
+            Some(joined) => joined,
+            None => {
+                match tokio::time::timeout(SHUTDOWN_GRACE + TEARDOWN_WAIT, &mut session).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        session.abort();
+                        Ok(())
+                    }
+                }
+            }
+        };
+        self.tasks.close();
+        let _ = tokio::time::timeout(TEARDOWN_WAIT, self.tasks.wait()).await;
+        self.endpoint.close(CLOSE_GRACE).await;
+        tracing::info!(host = %self.host, "agent stopped");
+        match (joined, shutdown.is_cancelled()) {
+            (Err(e), _) => Err(AgentError::Task(format!("the session: {e}"))),
+            (Ok(()), false) => Err(AgentError::Task("the session ended on its own".into())),
+            (Ok(()), true) => Ok(()),
+        }
+    }
+}

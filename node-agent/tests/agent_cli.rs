@@ -1,0 +1,361 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+//! The `pvefleet-agent` binary as a process: help, configuration errors that name the field,
+//! and `join` then `run` against a fake coordinator on loopback (Join and Agent services, a
+//! cluster CA made by `bootstrap`), with the ready line on stdout and a clean SIGTERM exit.
+
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bootstrap::ca::DEFAULT_LEAF_VALIDITY;
+use bootstrap::{ClusterCa, NodeDir, NodeKey};
+use node_agent::daemon::ReadyLine;
+use protocol::agent::{Heartbeat, HeartbeatAck};
+use protocol::join::{JoinRequest, JoinResponse};
+use protocol::{NodeId, Role};
+use tokio_util::sync::CancellationToken;
+use transport::{Endpoint, RemoteError, Router, Server, Service, TlsMaterial, TransportConfig};
+
+const BOUND: Duration = Duration::from_secs(30);
+const AGENT: &str = env!("CARGO_BIN_EXE_pvefleet-agent");
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A child process killed when dropped (a failed test leaves nothing behind).
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Proc {
+    fn spawn(args: &[&str]) -> Proc {
+        Proc(
+            Command::new(AGENT)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    /// The first line on stdout, within the bound.
+    fn first_line(&mut self) -> String {
+        let stdout = self.0.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(BOUND).expect("no line on stdout in time");
+        assert!(
+            !line.is_empty(),
+            "the agent exited before printing its ready line"
+        );
+        line
+    }
+
+    fn terminate(&mut self) -> i32 {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status.code().expect("exited by a signal");
+            }
+            assert!(start.elapsed() < BOUND, "no exit after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn agent(args: &[&str]) -> Output {
+    Command::new(AGENT).args(args).output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("agent.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn help_names_the_subcommands_and_the_configuration() {
+    let out = agent(&["--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("join") && text.contains("run"), "{text}");
+    let out = agent(&["run", "--help"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for word in ["--config", "heartbeat_ms", "token_file", "pvesh", "sim"] {
+        assert!(text.contains(word), "{word} missing from:\n{text}");
+    }
+    assert_eq!(agent(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn configuration_errors_exit_2_and_name_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = "host_name = \"hosta\"\n[pve]\nbackend = \"sim\"\n";
+    let table = [
+        (format!("heartbeat_msec = 5\n{sim}"), "heartbeat_msec"),
+        (format!("heartbeat_ms = 0\n{sim}"), "heartbeat_ms"),
+        (format!("{sim}memory_gb = 4\n"), "memory_gb"),
+        (
+            "[pve]\nbackend = \"https\"\ntoken_file = \"/t\"\n".to_string(),
+            "ca_file",
+        ),
+        ("[pve]\nbackend = \"sim\"\n".to_string(), "host_name"),
+    ];
+    for (text, field) in table {
+        let path = write_config(tmp.path(), &text);
+        let out = agent(&["run", "--config", path.to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {err}");
+        assert!(err.contains(field), "{text:?}: {err}");
+        assert!(err.contains("agent.toml"), "{err}");
+    }
+    let missing = tmp.path().join("nope.toml");
+    let out = agent(&["run", "--config", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("nope.toml"), "{}", stderr(&out));
+}
+
+#[test]
+fn running_without_joining_says_to_join_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = format!(
+        "data_dir = \"{}\"\nhost_name = \"hosta\"\n[pve]\nbackend = \"sim\"\n",
+        tmp.path().join("data").display()
+    );
+    let path = write_config(tmp.path(), &text);
+    let out = agent(&["run", "--config", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("pvefleet-agent join"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A fake coordinator 1: Join issues certificates for `role`; Agent acks every beat.
+struct Coordinator {
+    ca: ClusterCa,
+    addr: SocketAddr,
+    beats: Arc<AtomicUsize>,
+    stop: CancellationToken,
+}
+
+impl Coordinator {
+    fn start(role: Role) -> Coordinator {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ca = ClusterCa::create("lab", now_secs()).unwrap();
+        let key = NodeKey::generate().unwrap();
+        let cert = ca
+            .issue(
+                &key.csr_pem().unwrap(),
+                Role::Coordinator,
+                1,
+                DEFAULT_LEAF_VALIDITY,
+                now_secs(),
+            )
+            .unwrap();
+        let tls = TlsMaterial::new(ca.cert_pem(), cert, key.private_key_pem());
+        let endpoint = Endpoint::server(
+            (Ipv4Addr::LOCALHOST, 0).into(),
+            &tls,
+            &[Service::Agent, Service::Join],
+            TransportConfig::default(),
+        )
+        .unwrap();
+        let addr = endpoint.local_addr().unwrap();
+        let issuer = ClusterCa::load(ca.cert_pem(), ca.key_pem()).unwrap();
+        let beats = Arc::new(AtomicUsize::new(0));
+        let mut router = Router::new();
+        let issuer = Arc::new(issuer);
+        router.handle::<JoinRequest, _, _>(Service::Join, move |_caller, req| {
+            let answer = join_answer(&issuer, role, &req, addr);
+            async move { answer }
+        });
+        let counted = Arc::clone(&beats);
+        router.handle::<Heartbeat, _, _>(Service::Agent, move |_caller, _hb| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                Ok(HeartbeatAck {
+                    leader: 1,
+                    term: 1,
+                    lease_ms: 10_000,
+                    need_inventory: false,
+                    acked_results: Vec::new(),
+                    commands: Vec::new(),
+                })
+            }
+        });
+        let stop = CancellationToken::new();
+        let server = Server::new(endpoint, router);
+        let token = stop.clone();
+        tokio::spawn(async move { server.run(token).await });
+        Coordinator {
+            ca,
+            addr,
+            beats,
+            stop,
+        }
+    }
+
+    /// A token pinning this coordinator's CA (the fake server accepts any id and secret).
+    fn token(&self) -> String {
+        format!(
+            "pvf1.{}.abc123.{}",
+            hex_of(&self.ca.sha256()),
+            "s".repeat(32)
+        )
+    }
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+const JOINED_ID: NodeId = 42;
+
+fn join_answer(
+    ca: &ClusterCa,
+    role: Role,
+    req: &JoinRequest,
+    addr: SocketAddr,
+) -> Result<JoinResponse, RemoteError> {
+    let cert = ca
+        .issue(
+            &req.csr_pem,
+            role,
+            JOINED_ID,
+            DEFAULT_LEAF_VALIDITY,
+            now_secs(),
+        )
+        .map_err(|e| RemoteError::bad_request(e.to_string()))?;
+    Ok(JoinResponse {
+        node_id: JOINED_ID,
+        cert_pem: cert,
+        ca_pem: ca.cert_pem().to_string(),
+        cluster_id: "lab".into(),
+        members: vec![(1, addr.to_string())],
+        ca_key_pem: (role == Role::Coordinator).then(|| ca.key_pem().to_string()),
+    })
+}
+
+/// Runs the blocking `f` off the runtime's threads, so the fake coordinator keeps serving.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_then_run_prints_the_ready_line_and_stops_cleanly_on_sigterm() {
+    let coordinator = Coordinator::start(Role::Agent);
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("agent");
+    let (token, via, data_arg) = (
+        coordinator.token(),
+        coordinator.addr.to_string(),
+        data.to_str().unwrap().to_string(),
+    );
+    let out = blocking(move || agent(&["join", &token, &via, "--data-dir", &data_arg])).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("as agent 42"));
+    let cluster = NodeDir::new(&data).read_cluster_config().unwrap();
+    assert_eq!((cluster.node_id, cluster.role), (JOINED_ID, Role::Agent));
+    assert_eq!(cluster.members.len(), 1);
+
+    let config = write_config(
+        tmp.path(),
+        &format!(
+            "data_dir = \"{}\"\nhost_name = \"hosta\"\nheartbeat_ms = 200\n[labels]\nzone = \
+             \"a\"\n[pve]\nbackend = \"sim\"\ntime_scale = 0.0\n",
+            data.display()
+        ),
+    );
+    let (line, code) = blocking(move || {
+        let mut child = Proc::spawn(&["run", "--config", config.to_str().unwrap()]);
+        let line = child.first_line();
+        (line, child.terminate())
+    })
+    .await;
+    let ready: ReadyLine = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(
+        ready,
+        ReadyLine {
+            node_id: JOINED_ID,
+            host: "hosta".into(),
+            backend: "sim".into(),
+        }
+    );
+    assert!(coordinator.beats.load(Ordering::SeqCst) >= 1);
+    assert_eq!(code, 0, "a clean stop on SIGTERM");
+    // The journal was created in the data directory.
+    assert!(data.join("journal").is_dir());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_for_another_role_is_refused_and_nothing_is_written() {
+    let coordinator = Coordinator::start(Role::Coordinator);
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("agent");
+    let (token, via, data_arg) = (
+        coordinator.token(),
+        coordinator.addr.to_string(),
+        data.to_str().unwrap().to_string(),
+    );
+    let out = blocking(move || agent(&["join", &token, &via, "--data-dir", &data_arg])).await;
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("coordinator role, not agent"), "{err}");
+    assert!(err.contains("--role agent"), "{err}");
+    assert_eq!(NodeDir::new(&data).existing_node_file(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_pinning_another_ca_is_refused() {
+    let coordinator = Coordinator::start(Role::Agent);
+    let other = ClusterCa::create("other", now_secs()).unwrap();
+    let token = format!("pvf1.{}.abc123.{}", hex_of(&other.sha256()), "s".repeat(32));
+    let tmp = tempfile::tempdir().unwrap();
+    let (via, data_arg) = (
+        coordinator.addr.to_string(),
+        tmp.path().join("agent").to_str().unwrap().to_string(),
+    );
+    let out = blocking(move || agent(&["join", &token, &via, "--data-dir", &data_arg])).await;
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not of the cluster"),
+        "{}",
+        stderr(&out)
+    );
+}
