@@ -102,6 +102,72 @@ impl RunConfig {
     }
 }
 
+/// How long a lease granted to an agent lasts by default (ARCHITECTURE.md §3 rule 3).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+/// How often the reconciler re-sends an Ensure for a VM that looks in order, by default.
+pub const DEFAULT_RESYNC: Duration = Duration::from_secs(30);
+/// How long an agent waits for guest-agent addresses after a start, by default, in seconds.
+pub const DEFAULT_IP_WAIT_SECS: u32 = 60;
+/// How often the reconciler looks at every VM when nothing wakes it sooner, by default.
+pub const DEFAULT_RECONCILE_TICK: Duration = Duration::from_millis(300);
+
+/// The knobs of the leader's control plane (agent sessions and reconciler).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlConfig {
+    /// The lease granted with every heartbeat ack; also how long a host counts as reporting
+    /// after its last beat.
+    pub lease: Duration,
+    /// Re-send an Ensure to a VM that looks in order after this long (catches drift the
+    /// inventory does not show).
+    pub resync: Duration,
+    /// Seconds an Ensure waits for guest-agent addresses after a start (0 = do not wait).
+    pub ip_wait_secs: u32,
+    /// The reconciler's period when no result or inventory wakes it sooner.
+    pub tick: Duration,
+}
+
+impl Default for ControlConfig {
+    fn default() -> ControlConfig {
+        ControlConfig {
+            lease: DEFAULT_LEASE,
+            resync: DEFAULT_RESYNC,
+            ip_wait_secs: DEFAULT_IP_WAIT_SECS,
+            tick: DEFAULT_RECONCILE_TICK,
+        }
+    }
+}
+
+impl ControlConfig {
+    /// Checks the knobs against each other: a lease of at least a second, a resync at least as
+    /// long as the lease (resyncing faster than hosts report is pointless load), a tick of
+    /// 10 ms to 10 s.
+    pub fn validate(&self) -> Result<(), String> {
+        let bad = |reason: String| Err(reason);
+        if self.lease < Duration::from_secs(1) {
+            return bad(format!("the lease ({:?}) must be at least 1 s", self.lease));
+        }
+        if self.resync < self.lease {
+            return bad(format!(
+                "the resync period ({:?}) must be at least the lease ({:?})",
+                self.resync, self.lease
+            ));
+        }
+        if self.tick < Duration::from_millis(10) || self.tick > Duration::from_secs(10) {
+            return bad(format!(
+                "the reconcile tick ({:?}) must be between 10 ms and 10 s",
+                self.tick
+            ));
+        }
+        if self.ip_wait_secs > 3600 {
+            return bad(format!(
+                "the address wait ({} s) must be at most 3600 s",
+                self.ip_wait_secs
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Checks an address other members (or the CLI) will dial: a concrete IP and a real port.
 pub fn check_dialable(flag: &'static str, addr: SocketAddr) -> Result<(), CoordinatorError> {
     let bad = |reason: &str| CoordinatorError::BadAddress {

@@ -126,6 +126,8 @@ fn every_command_parses_its_arguments() {
             Command::Events(EventsArgs {
                 since: 5,
                 limit: Some(10),
+                follow: false,
+                max_events: None,
             }),
         ),
         (
@@ -133,6 +135,8 @@ fn every_command_parses_its_arguments() {
             Command::Events(EventsArgs {
                 since: 0,
                 limit: None,
+                follow: false,
+                max_events: None,
             }),
         ),
         (

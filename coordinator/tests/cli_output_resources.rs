@@ -21,9 +21,9 @@ fn vm_list_shows_hosts_by_name_and_sizes_and_ages_in_human_units() {
     assert_eq!(
         table(&list),
         "\
-NAME    PHASE      HOST   VMID   CPUS   MEMORY    IPS         GEN   AGE
-db-1    deleting   -      -      1      1.5 GiB   -           1     45s
-web-1   running    pve1   100    2      2 GiB     10.0.0.10   3     3d
+NAME    HOST   VMID   STATE      IPS         AGE
+db-1    -      -      deleting   -           45s
+web-1   pve1   100    running    10.0.0.10   3d
 "
     );
     let json = json_of(&list);
@@ -43,6 +43,7 @@ name:        web-1
 phase:       running
 host:        pve1
 vmid:        100
+ips:         10.0.0.10
 generation:  3 (status reflects 2)
 cpu:         2 cores x 1 socket
 memory:      2 GiB
@@ -110,6 +111,7 @@ name:        db-1
 phase:       deleting
 host:        -
 vmid:        -
+ips:         -
 generation:  1 (not yet observed by an agent)
 cpu:         1 core x 1 socket
 memory:      1.5 GiB

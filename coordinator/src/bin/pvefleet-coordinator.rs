@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use coordinator::cli::output::human::timestamp;
-use coordinator::config::{DEFAULT_RENEW_CHECK, RunConfig};
+use coordinator::config::{
+    ControlConfig, DEFAULT_IP_WAIT_SECS, DEFAULT_LEASE, DEFAULT_RECONCILE_TICK,
+    DEFAULT_RENEW_CHECK, DEFAULT_RESYNC, RunConfig,
+};
 use coordinator::error::CoordinatorError;
 use coordinator::node::CoordinatorNode;
 use coordinator::setup::{
@@ -89,6 +92,40 @@ enum Cmd {
             value_parser = clap::value_parser!(u64).range(1..)
         )]
         renew_check_secs: u64,
+        /// The lease granted to agents with each heartbeat, in seconds.
+        #[arg(
+            long,
+            value_name = "SECS",
+            default_value_t = DEFAULT_LEASE.as_secs(),
+            value_parser = clap::value_parser!(u64).range(1..=3600)
+        )]
+        lease_secs: u64,
+        /// Re-send an Ensure to a VM that looks in order after this many seconds (at least the
+        /// lease).
+        #[arg(
+            long,
+            value_name = "SECS",
+            default_value_t = DEFAULT_RESYNC.as_secs(),
+            value_parser = clap::value_parser!(u64).range(1..=86_400)
+        )]
+        resync_secs: u64,
+        /// How long agents wait for a started VM's guest-agent addresses (0 = do not wait).
+        #[arg(
+            long,
+            value_name = "SECS",
+            default_value_t = DEFAULT_IP_WAIT_SECS,
+            value_parser = clap::value_parser!(u32).range(0..=3600)
+        )]
+        ip_wait_secs: u32,
+        /// The reconciler's period when nothing wakes it sooner (tests only).
+        #[arg(
+            long,
+            hide = true,
+            value_name = "MS",
+            default_value_t = u64::try_from(DEFAULT_RECONCILE_TICK.as_millis()).unwrap_or(300),
+            value_parser = clap::value_parser!(u64).range(10..=10_000)
+        )]
+        reconcile_tick_ms: u64,
     },
 }
 
@@ -203,19 +240,31 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<()> {
             http,
             snapshot_logs,
             renew_check_secs,
-        } => run(RunConfig {
-            data_dir,
-            http,
-            snapshot_logs,
-            renew_check: Duration::from_secs(renew_check_secs),
-        })
+            lease_secs,
+            resync_secs,
+            ip_wait_secs,
+            reconcile_tick_ms,
+        } => run(
+            RunConfig {
+                data_dir,
+                http,
+                snapshot_logs,
+                renew_check: Duration::from_secs(renew_check_secs),
+            },
+            ControlConfig {
+                lease: Duration::from_secs(lease_secs),
+                resync: Duration::from_secs(resync_secs),
+                ip_wait_secs,
+                tick: Duration::from_millis(reconcile_tick_ms),
+            },
+        )
         .await
         .map_err(Into::into),
     }
 }
 
-async fn run(config: RunConfig) -> Result<(), CoordinatorError> {
-    let node = CoordinatorNode::start(config).await?;
+async fn run(config: RunConfig, control: ControlConfig) -> Result<(), CoordinatorError> {
+    let node = CoordinatorNode::start_with(config, control).await?;
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     let ready = node.ready();

@@ -61,7 +61,10 @@ pub enum Command {
     /// Virtual IPs held by one host at a time.
     #[command(subcommand)]
     Vip(VipCommand),
-    /// The fleet's event log, oldest first.
+    /// PVE hosts running a node agent: capacity, usage, state.
+    #[command(subcommand)]
+    Host(HostCommand),
+    /// The fleet's event log, oldest first (`--follow` waits for new ones).
     Events(EventsArgs),
     /// Allocate ids directly (for tests and scripts).
     #[command(subcommand)]
@@ -89,6 +92,14 @@ pub struct DemoArgs {
     /// Stop once every VM is running instead of waiting for Ctrl-C (for scripts and tests).
     #[arg(long)]
     pub exit_when_ready: bool,
+    /// How many times faster than on real hardware the simulated PVE tasks (clones, starts,
+    /// guest agents coming up) run; 1 is realistic.
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub task_speed: u32,
+    /// Give up (and stop everything) if the fleet is not ready within this long.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub wait: Duration,
 }
 
 /// `pvefleet cluster ...`
@@ -187,21 +198,119 @@ pub struct ApplyArgs {
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum VmCommand {
     /// Create or update VMs by name from a file of `[[vm]]` tables (or one VM's fields).
-    Apply(ApplyArgs),
-    /// List VMs.
+    Apply(VmApplyArgs),
+    /// List VMs: host, VMID, state, addresses, age.
     #[command(visible_alias = "list")]
     Ls,
-    /// Show one VM: its spec, placement, ids, addresses and status.
+    /// Show one VM: its spec, placement, ids, addresses, status and conditions.
     Show {
         /// The VM's name.
         name: String,
     },
+    /// Show every host's placement verdict for a VM: its scores, or the filter that excluded it.
+    Explain {
+        /// The VM's name.
+        name: String,
+    },
+    /// Keep a VM running (its desired state becomes `running`).
+    Start {
+        /// The VM's name.
+        name: String,
+    },
+    /// Keep a VM stopped (its desired state becomes `stopped`: shut down, then stopped after
+    /// a timeout).
+    Stop {
+        /// The VM's name.
+        name: String,
+    },
+    /// Restart a running VM now (shutdown, stop after 60s, start); it stays desired running.
+    Restart {
+        /// The VM's name.
+        name: String,
+    },
+    /// Snapshots of a VM, taken and restored on its host.
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
     /// Delete a VM: it is destroyed on its host, then its VMID and addresses are released.
     #[command(visible_alias = "rm")]
     Delete {
         /// The VM's name.
         name: String,
     },
+}
+
+/// `pvefleet vm apply`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct VmApplyArgs {
+    /// The TOML file (`-` reads standard input). Every entry is checked before any is sent.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: PathBuf,
+    /// Then wait until every applied VM is in its desired state (running with its addresses,
+    /// or stopped), showing progress on stderr; exit non-zero naming the VMs that are not.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long `--wait` waits in all.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, requires = "wait")]
+    pub wait_timeout: Duration,
+    /// With `--wait`, give up once a VM has stayed failed this long (the fleet retries failed
+    /// operations with back-off, so a failure can be passing).
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration, requires = "wait")]
+    pub fail_after: Duration,
+}
+
+/// `pvefleet vm snapshot ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum SnapshotCommand {
+    /// Take a snapshot of a VM.
+    Create {
+        /// The VM's name.
+        name: String,
+        /// The snapshot's name (a letter, then letters, digits, `-`, `_`; 2 to 40 characters).
+        snapshot: String,
+        /// Include the RAM of the running VM (a rollback resumes it where it was).
+        #[arg(long)]
+        vmstate: bool,
+        /// Free text stored with the snapshot.
+        #[arg(
+            long,
+            value_name = "TEXT",
+            default_value = "",
+            hide_default_value = true
+        )]
+        description: String,
+    },
+    /// List a VM's snapshots, oldest first.
+    #[command(visible_alias = "list")]
+    Ls {
+        /// The VM's name.
+        name: String,
+    },
+    /// Roll a VM back to a snapshot (its changes since are lost).
+    Rollback {
+        /// The VM's name.
+        name: String,
+        /// The snapshot's name.
+        snapshot: String,
+        /// Start the VM after the rollback (a snapshot with RAM resumes it anyway).
+        #[arg(long)]
+        start: bool,
+    },
+    /// Delete a snapshot of a VM.
+    #[command(visible_alias = "rm")]
+    Delete {
+        /// The VM's name.
+        name: String,
+        /// The snapshot's name.
+        snapshot: String,
+    },
+}
+
+/// `pvefleet host ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum HostCommand {
+    /// List hosts: state, capacity, VMs and what they commit, load, last heartbeat.
+    #[command(visible_alias = "list")]
+    Ls,
 }
 
 /// `pvefleet pool ...`
@@ -261,6 +370,13 @@ pub struct EventsArgs {
     /// At most this many events.
     #[arg(long, value_name = "N")]
     pub limit: Option<u32>,
+    /// Keep printing new events as they happen, until Ctrl-C (with `--output json`: one JSON
+    /// object per line).
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// Stop following after this many events (for scripts and tests).
+    #[arg(long, value_name = "N", hide = true, requires = "follow")]
+    pub max_events: Option<u64>,
 }
 
 /// `pvefleet alloc ...`

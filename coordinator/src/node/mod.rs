@@ -1,12 +1,12 @@
 //! A running coordinator member: Raft on its sled store, one QUIC endpoint serving the Raft,
 //! Agent, Admin and Join services (gated by the revoked ids of the fleet state), the local HTTP
-//! port, the task that settles its membership (founder init or promotion) and the one that
-//! renews its certificate.
+//! port, the task that settles its membership (founder init or promotion), the one that
+//! renews its certificate, and the reconciler (active while the member leads).
 //!
 //! ```text
 //!  start: NodeDir ─▶ TLS + CA ─▶ raft store ─▶ openraft ─▶ Endpoint::server(Raft, Agent, Admin, Join)
-//!         ─▶ Server (router: raft::network + admin + join + renew, gate) ─▶ HTTP
-//!         ─▶ settle membership, renew the certificate when due
+//!         ─▶ Server (router: raft::network + admin + join + renew + heartbeat, gate) ─▶ HTTP
+//!         ─▶ settle membership, renew the certificate when due, reconcile (leader only)
 //!  run:   wait for shutdown ─▶ stop settling ─▶ stop accepting, answer calls in flight
 //!         ─▶ raft.shutdown() ─▶ close connections and the endpoint
 //! ```
@@ -33,12 +33,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use transport::{Endpoint, Server, Service, TransportError};
 
-use crate::config::{NodeSettings, RAFT_DIR, RunConfig};
+use crate::config::{ControlConfig, NodeSettings, RAFT_DIR, RunConfig};
+use crate::control::r#loop::Reconciler;
 use crate::error::CoordinatorError;
 use crate::forward::{Forwarder, Target};
 use crate::http::HttpServer;
 use crate::http::metrics::Metrics;
-use crate::service::{Ctx, admin};
+use crate::service::{Ctx, admin, agent};
 use crate::state::FleetState;
 
 /// Bound on the teardown steps that wait for others (calls in flight, HTTP requests).
@@ -90,7 +91,22 @@ impl CoordinatorNode {
     /// Loads the member in `config.data_dir`, opens its store, starts Raft, binds and serves its
     /// QUIC and HTTP ports, and starts settling its membership (see [`RunningNode::ready`]).
     pub async fn start(config: RunConfig) -> Result<RunningNode, CoordinatorError> {
+        CoordinatorNode::start_with(config, ControlConfig::default()).await
+    }
+
+    /// Like [`CoordinatorNode::start`], with the leader's control plane tuned by `control`
+    /// (lease, resync period, address wait, reconcile tick).
+    pub async fn start_with(
+        config: RunConfig,
+        control: ControlConfig,
+    ) -> Result<RunningNode, CoordinatorError> {
         let dir = config.data_dir.clone();
+        control
+            .validate()
+            .map_err(|reason| CoordinatorError::Settings {
+                path: dir.clone(),
+                reason: format!("control-plane options: {reason}"),
+            })?;
         let node_dir = NodeDir::new(&dir);
         let load = |e| CoordinatorError::load(&dir, e);
         let cluster = node_dir.read_cluster_config().map_err(load)?;
@@ -109,7 +125,6 @@ impl CoordinatorNode {
 
         let tcfg = raft_setup::transport_config();
         let forward_deadline = tcfg.call_timeout.saturating_sub(FORWARD_MARGIN);
-        // Agent serves only certificate renewal so far.
         let services = [Service::Raft, Service::Agent, Service::Admin, Service::Join];
         let endpoint =
             Endpoint::server(settings.listen, &tls, &services, tcfg).map_err(|source| {
@@ -153,11 +168,13 @@ impl CoordinatorNode {
             forwarder: Forwarder::new(endpoint.clone(), forward_deadline),
             ca,
             metrics: Arc::clone(&metrics),
-            control: Arc::new(crate::control::Control::new()),
+            control: Arc::new(crate::control::Control::new(control)),
+            runs: crate::service::ops::one_shot_runs(),
         });
         let mut router = transport::Router::new();
         raft::network::register(&mut router, raft.clone());
         admin::register(&mut router, &ctx);
+        agent::register(&mut router, &ctx);
         crate::service::renew::register(&mut router, &ctx);
         let server = Server::new(endpoint.clone(), router).with_gate(gate::gate(machine));
 
@@ -173,6 +190,7 @@ impl CoordinatorNode {
             every: config.renew_check,
         };
         tasks.spawn(renewal.run(serve.clone()));
+        tasks.spawn(Reconciler::new(Arc::clone(&ctx)).run(serve.clone()));
 
         let (ready_tx, ready) = watch::channel(None);
         let line = ReadyLine {

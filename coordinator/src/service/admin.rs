@@ -13,6 +13,7 @@ use protocol::admin::{
     SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList,
     VmApply, VmDelete, VmGet, VmList, VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
+use protocol::admin::{HostStatus, VmExplain, VmPower, VmSnapshot};
 use protocol::fleet::UnixMillis;
 use protocol::join::JoinRequest;
 use transport::{Caller, RemoteError, Router, Rpc, Service};
@@ -96,6 +97,34 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         ctx.on_leader(&caller, req, |r| {
             let ctx = Arc::clone(&ctx);
             async move { ctx.member_promote(&r).await }
+        })
+        .await
+    });
+    custom::<VmExplain, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.vm_explain(&r).await }
+        })
+        .await
+    });
+    custom::<HostStatus, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |_| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.host_status().await }
+        })
+        .await
+    });
+    custom::<VmPower, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.vm_power(&r).await }
+        })
+        .await
+    });
+    custom::<VmSnapshot, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.vm_snapshot(&r).await }
         })
         .await
     });

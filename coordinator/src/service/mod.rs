@@ -16,9 +16,11 @@
 //! ```
 
 pub(crate) mod admin;
+pub(crate) mod agent;
 pub(crate) mod errors;
 pub(crate) mod join;
 pub(crate) mod members;
+pub(crate) mod ops;
 pub(crate) mod reads;
 pub(crate) mod renew;
 pub(crate) mod route;
@@ -62,8 +64,9 @@ pub(crate) struct Ctx {
     /// Metrics of this member.
     pub(crate) metrics: Arc<Metrics>,
     /// The leader's control plane (soft state, dispatcher).
-    #[allow(dead_code)] // used by the control-plane work of issue 4
     pub(crate) control: Arc<Control>,
+    /// One-shot agent commands (restart, snapshots) in flight, joined by identical retries.
+    pub(crate) runs: ops::OneShotRuns,
 }
 
 impl Ctx {

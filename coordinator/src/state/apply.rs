@@ -76,6 +76,7 @@ impl FleetState {
             } => self.register_host(id, name, labels, capacity, now),
             Command::SetHostState { id, state, now } => self.set_host_state(id, state, now),
             Command::SetHostFacts { id, facts } => self.set_host_facts(id, *facts),
+            Command::SetVmState { name, state, now } => self.set_vm_state(&name, state, now),
             Command::AddMember { member, now } => self.add_member(member, now),
             Command::RemoveMember { id, now } => self.remove_member(id, now),
             Command::PutSettings { settings, now } => self.put_settings(settings, now),

@@ -12,7 +12,7 @@ use protocol::fleet::{
     Capacity, EventKind, EventLevel, HostFacts, HostState, Member, NicAddress, Settings, StoredToken,
     TokenRefusal, UnixMillis, VmStatus,
 };
-use protocol::spec::{IpPoolSpec, Labels, SpecError, VipSpec, VmSpec, VmidRangeSpec};
+use protocol::spec::{DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VmSpec, VmidRangeSpec};
 use serde::{Deserialize, Serialize};
 
 /// A change to the fleet state. Times (`now`) are the proposer's clock: applying never reads one.
@@ -241,6 +241,16 @@ pub enum Command {
         id: NodeId,
         /// The facts (boxed: they dwarf most commands).
         facts: Box<HostFacts>,
+    },
+    /// Change only a VM's desired power state (`vm start|stop`): the rest of its spec is kept
+    /// as it is at apply time, so an apply racing with the request is never overwritten.
+    SetVmState {
+        /// The VM's name.
+        name: String,
+        /// The desired state.
+        state: DesiredState,
+        /// Proposal time.
+        now: UnixMillis,
     },
 }
 

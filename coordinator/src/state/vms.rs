@@ -6,7 +6,7 @@ use protocol::admin::ApplyOutcome;
 use protocol::fleet::{
     AllocationOwner, Assignment, EventKind, HostState, UnixMillis, VmRecord, VmStatus,
 };
-use protocol::spec::{Cidr, NicIp, SpecError, VmSpec, validate_spec};
+use protocol::spec::{Cidr, DesiredState, NicIp, SpecError, VmSpec, validate_spec};
 
 use super::{CommandReply, FleetState, StateError};
 
@@ -28,6 +28,23 @@ pub(super) fn defined<'a>(what: &str, names: impl Iterator<Item = &'a String>) -
 }
 
 impl FleetState {
+    /// Changes only the desired power state of a VM, through [`FleetState::put_vm`] so the
+    /// generation and the event follow the same rules as an apply.
+    pub(super) fn set_vm_state(
+        &mut self,
+        name: &str,
+        state: DesiredState,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        let rec = self
+            .vms
+            .get(name)
+            .ok_or_else(|| not_found(EventKind::Vm, name.to_string()))?;
+        let mut spec = rec.spec.clone();
+        spec.state = state;
+        self.put_vm(spec, now)
+    }
+
     pub(super) fn put_vm(
         &mut self,
         spec: VmSpec,

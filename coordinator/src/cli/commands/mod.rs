@@ -8,6 +8,7 @@ mod apply;
 mod cluster;
 mod demo;
 mod events;
+mod host;
 mod member;
 mod pool;
 mod range;
@@ -116,6 +117,7 @@ pub(crate) async fn dispatch(session: &mut Session<'_>, command: &Command) -> Re
         Command::Pool(c) => pool::run(session, c).await,
         Command::Range(c) => range::run(session, c).await,
         Command::Vip(c) => vip::run(session, c).await,
+        Command::Host(c) => host::run(session, c).await,
         Command::Events(a) => events::run(session, a).await,
         Command::Alloc(c) => alloc::run(session, c).await,
         Command::Demo(a) => demo::run(session, a).await,

@@ -11,12 +11,17 @@
 //! scripts see the same names as the Rust API; times are Unix milliseconds there.
 
 mod cluster;
+mod explain;
+pub mod follow;
+mod hosts;
 pub mod human;
+pub mod progress;
 mod reports;
 mod resources;
 pub mod table;
 mod tokens;
 mod vm;
+mod vm_ops;
 
 use std::collections::BTreeMap;
 
@@ -30,6 +35,7 @@ pub use reports::{
 };
 pub use resources::pool_size;
 pub use tokens::{EventsPage, token_state};
+pub use vm_ops::SnapshotChanged;
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum)]

@@ -1,5 +1,5 @@
 //! Tables for VMs: `vm ls` (one line per VM) and `vm show` (the spec, what the fleet decided,
-//! and what the agents observed).
+//! and what the agents observed, with its conditions).
 
 use protocol::admin::VmListReply;
 use protocol::fleet::VmRecord;
@@ -10,7 +10,7 @@ use super::table::{Table, fields};
 use super::{Context, Render};
 
 /// The phase shown for a VM: `deleting` as soon as the operator deleted it, else the agents'.
-fn phase(vm: &VmRecord) -> String {
+pub(crate) fn phase(vm: &VmRecord) -> String {
     if vm.deleting {
         "deleting".to_string()
     } else {
@@ -18,16 +18,17 @@ fn phase(vm: &VmRecord) -> String {
     }
 }
 
-/// The addresses of a VM: those allocated from pools, else those the guest reported.
+/// The addresses of a VM: those its guest reported, else those allocated from pools (what it
+/// gets once it reports).
 fn addresses(vm: &VmRecord) -> String {
-    let ips: Vec<String> = if vm.assignment.ips.is_empty() {
-        vm.status.ips.iter().map(ToString::to_string).collect()
-    } else {
+    let ips: Vec<String> = if vm.status.ips.is_empty() {
         vm.assignment
             .ips
             .iter()
             .map(|a| a.address.to_string())
             .collect()
+    } else {
+        vm.status.ips.iter().map(ToString::to_string).collect()
     };
     if ips.is_empty() {
         "-".to_string()
@@ -41,20 +42,14 @@ impl Render for VmListReply {
         if self.vms.is_empty() {
             return "no VMs: apply one with `pvefleet vm apply -f FILE`\n".to_string();
         }
-        let mut t = Table::new(&[
-            "NAME", "PHASE", "HOST", "VMID", "CPUS", "MEMORY", "IPS", "GEN", "AGE",
-        ]);
+        let mut t = Table::new(&["NAME", "HOST", "VMID", "STATE", "IPS", "AGE"]);
         for vm in &self.vms {
-            let s = &vm.spec;
             t.row(vec![
-                s.name.clone(),
-                phase(vm),
+                vm.spec.name.clone(),
                 ctx.host(vm.assignment.host),
                 or_dash(vm.assignment.vmid),
-                (u64::from(s.cores) * u64::from(s.sockets)).to_string(),
-                mib(s.memory_mib),
+                phase(vm),
                 addresses(vm),
-                vm.generation.to_string(),
                 age(ctx.now, vm.created_at),
             ]);
         }
@@ -75,6 +70,7 @@ impl Render for VmRecord {
             ("phase", phase(self)),
             ("host", ctx.host(self.assignment.host)),
             ("vmid", or_dash(self.assignment.vmid)),
+            ("ips", addresses(self)),
             ("generation", generation),
             ("cpu", cpu(s)),
             ("memory", memory(s)),
@@ -87,6 +83,12 @@ impl Render for VmRecord {
                 s.vmid_range.clone().unwrap_or_else(|| "default".into()),
             ),
         ];
+        if let Some(seen) = self.status.current_host
+            && Some(seen) != self.assignment.host
+        {
+            // Placed elsewhere since (or recovered): the agents still report it on this host.
+            pairs.insert(3, ("seen on", ctx.host(Some(seen))));
+        }
         if !s.tags.is_empty() {
             pairs.push(("tags", s.tags.join(",")));
         }

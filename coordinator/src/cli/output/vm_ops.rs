@@ -1,0 +1,58 @@
+//! What the operations on running VMs print: `vm start|stop|restart` (what the fleet does now)
+//! and `vm snapshot create|ls|rollback|delete` (what was done, then the VM's snapshots).
+
+use protocol::admin::{VmPowerReply, VmSnapshotReply};
+use serde::Serialize;
+
+use super::human::age;
+use super::table::Table;
+use super::{Context, Render};
+
+impl Render for VmPowerReply {
+    fn table(&self, _ctx: &Context) -> String {
+        format!("{}\n", self.message)
+    }
+}
+
+impl Render for VmSnapshotReply {
+    fn table(&self, ctx: &Context) -> String {
+        if self.snapshots.is_empty() {
+            return format!(
+                "vm {} has no snapshots: take one with `pvefleet vm snapshot create {} NAME`\n",
+                self.vm, self.vm
+            );
+        }
+        let mut t = Table::new(&["NAME", "PARENT", "TAKEN", "RAM", "DESCRIPTION"]);
+        for s in &self.snapshots {
+            t.row(vec![
+                s.name.clone(),
+                s.parent.clone().unwrap_or_else(|| "-".into()),
+                s.taken_at.map_or_else(
+                    || "-".to_string(),
+                    |secs| format!("{} ago", age(ctx.now, secs.saturating_mul(1000))),
+                ),
+                if s.vmstate { "yes" } else { "no" }.to_string(),
+                // One line per snapshot: the first line of a longer text.
+                s.description.lines().next().unwrap_or_default().to_string(),
+            ]);
+        }
+        t.render()
+    }
+}
+
+/// A snapshot change, with the VM's snapshots after it. Its JSON is the reply's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SnapshotChanged {
+    /// What was done, for people (`snapshot pre-upgrade of vm web-1 created`).
+    #[serde(skip)]
+    pub done: String,
+    /// The reply.
+    #[serde(flatten)]
+    pub reply: VmSnapshotReply,
+}
+
+impl Render for SnapshotChanged {
+    fn table(&self, ctx: &Context) -> String {
+        format!("{}\n\n{}", self.done, self.reply.table(ctx))
+    }
+}

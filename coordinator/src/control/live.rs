@@ -1,0 +1,157 @@
+//! What the leader knows about each host from its agent's beats, and nothing replicated: when
+//! it last beat, which process (boot id) beats, and the last inventory of that process. Lost on
+//! a leader change on purpose: the new leader asks every agent for its inventory again.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use protocol::NodeId;
+use protocol::agent::{Inventory, ObservedVm};
+
+/// One host as its agent's beats describe it.
+#[derive(Debug, Clone)]
+pub(crate) struct HostLive {
+    /// The agent process that beats (a new one restarts the delivery of commands).
+    pub(crate) boot_id: u64,
+    /// The sequence number of its last beat.
+    pub(crate) last_seq: u64,
+    /// When the last beat arrived (control-plane milliseconds).
+    pub(crate) last_beat_ms: u64,
+    /// The last inventory of this boot, if one arrived.
+    pub(crate) inventory: Option<Arc<Inventory>>,
+    /// When that inventory arrived.
+    pub(crate) inventory_ms: u64,
+    /// The inventory's VMs by VMID (shared with the reconciler's views).
+    pub(crate) observed: Arc<BTreeMap<u32, ObservedVm>>,
+    /// Results received from this host since this member leads.
+    pub(crate) results_received: u64,
+}
+
+/// What recording one beat changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BeatRecord {
+    /// First beat of this boot id (a new agent process, or first beat to this leader).
+    pub(crate) new_boot: bool,
+    /// The beat carried an inventory that differs from the one held.
+    pub(crate) inventory_changed: bool,
+    /// No inventory is held for this boot: the agent must send one.
+    pub(crate) need_inventory: bool,
+}
+
+/// The hosts heard from since this member leads.
+#[derive(Debug, Default)]
+pub(crate) struct Live {
+    hosts: BTreeMap<NodeId, HostLive>,
+}
+
+impl Live {
+    /// Records a beat of `host` at `now_ms`; its inventory, if any, replaces the held one.
+    pub(crate) fn record_beat(
+        &mut self,
+        host: NodeId,
+        boot_id: u64,
+        seq: u64,
+        inventory: Option<&Inventory>,
+        now_ms: u64,
+    ) -> BeatRecord {
+        let fresh = !self.hosts.contains_key(&host);
+        let entry = self.hosts.entry(host).or_insert_with(|| HostLive {
+            boot_id,
+            last_seq: seq,
+            last_beat_ms: now_ms,
+            inventory: None,
+            inventory_ms: 0,
+            observed: Arc::default(),
+            results_received: 0,
+        });
+        let new_boot = fresh || entry.boot_id != boot_id;
+        if entry.boot_id != boot_id {
+            // Another process: what the old one reported says nothing about the new one.
+            entry.boot_id = boot_id;
+            entry.inventory = None;
+            entry.observed = Arc::default();
+        }
+        entry.last_seq = seq;
+        entry.last_beat_ms = now_ms;
+        let mut inventory_changed = false;
+        if let Some(inv) = inventory {
+            inventory_changed = entry.inventory.as_deref() != Some(inv);
+            if inventory_changed {
+                entry.observed = Arc::new(inv.vms.iter().map(|v| (v.vmid, v.clone())).collect());
+                entry.inventory = Some(Arc::new(inv.clone()));
+            }
+            entry.inventory_ms = now_ms;
+        }
+        BeatRecord {
+            new_boot,
+            inventory_changed,
+            need_inventory: entry.inventory.is_none(),
+        }
+    }
+
+    /// Counts results received from `host`.
+    pub(crate) fn note_results(&mut self, host: NodeId, count: usize) {
+        if let Some(h) = self.hosts.get_mut(&host) {
+            h.results_received += count as u64;
+        }
+    }
+
+    /// The host's live entry.
+    pub(crate) fn host(&self, host: NodeId) -> Option<&HostLive> {
+        self.hosts.get(&host)
+    }
+
+    /// Every host heard from.
+    pub(crate) fn hosts(&self) -> &BTreeMap<NodeId, HostLive> {
+        &self.hosts
+    }
+
+    /// Forgets everything (leadership lost or changed).
+    pub(crate) fn clear(&mut self) {
+        self.hosts.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inventory(vmids: &[u32]) -> Inventory {
+        Inventory {
+            vms: vmids
+                .iter()
+                .map(|&vmid| ObservedVm {
+                    vmid,
+                    name: format!("vm{vmid}"),
+                    ..ObservedVm::default()
+                })
+                .collect(),
+            ..Inventory::default()
+        }
+    }
+
+    #[test]
+    fn an_inventory_is_needed_until_one_arrives_for_the_beating_boot() {
+        let mut live = Live::default();
+        let first = live.record_beat(7, 1, 1, None, 10);
+        assert!(first.new_boot && first.need_inventory && !first.inventory_changed);
+        let with = live.record_beat(7, 1, 2, Some(&inventory(&[100])), 20);
+        assert!(!with.new_boot && !with.need_inventory && with.inventory_changed);
+        let same = live.record_beat(7, 1, 3, Some(&inventory(&[100])), 30);
+        assert!(!same.inventory_changed && !same.need_inventory);
+        let h = live.host(7).unwrap();
+        assert_eq!((h.last_beat_ms, h.inventory_ms, h.last_seq), (30, 30, 3));
+        assert!(h.observed.contains_key(&100));
+    }
+
+    #[test]
+    fn a_new_boot_id_drops_the_old_processes_inventory() {
+        let mut live = Live::default();
+        live.record_beat(7, 1, 1, Some(&inventory(&[100])), 10);
+        let restarted = live.record_beat(7, 2, 1, None, 20);
+        assert!(restarted.new_boot && restarted.need_inventory);
+        assert!(live.host(7).unwrap().observed.is_empty());
+        live.clear();
+        assert!(live.host(7).is_none());
+    }
+}

@@ -1,0 +1,321 @@
+//! The reconciler loop of the leader: every tick (and at once when a result or an inventory
+//! arrives) it turns the results received into status and events, then plans every VM and
+//! applies the plan: proposals through Raft, commands into the hosts' outboxes. On a member
+//! that does not lead it only keeps the control plane's soft state dropped.
+//!
+//! ```text
+//!  tick │ wake ─▶ leading? ─no─▶ drop soft state
+//!                   │ yes (new term: confirm the quorum and catch up the state machine first)
+//!                   ▼
+//!  results ─▶ on_result ─▶ apply ─▶ plan(state, live, inflight) ─▶ apply (VMs in parallel,
+//!                                                                   each VM's actions in order)
+//! ```
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use openraft::ServerState;
+use protocol::NodeId;
+use protocol::agent::Op;
+use raft::types::Raft;
+use tokio::task::JoinSet;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
+
+use super::dispatch::Origin;
+use super::reconcile::status::{allocation_failed, on_result};
+use super::reconcile::{
+    Action, Backoff, Clock, Inflight, InflightCommand, LiveHost, LiveView, plan,
+};
+use super::{Arrived, Control};
+use crate::service::Ctx;
+use crate::state::{FleetState, StateError};
+
+/// VMs whose actions are applied at the same time (each VM's in order).
+const PARALLEL_VMS: usize = 16;
+
+/// The term this member leads in, if it leads.
+pub(crate) fn leading_term(raft: &Raft, me: NodeId) -> Option<u64> {
+    let metrics = raft.metrics();
+    let m = metrics.borrow();
+    (m.state == ServerState::Leader && m.current_leader == Some(me)).then_some(m.current_term)
+}
+
+/// The reconciler of one member (it acts only while the member leads).
+pub(crate) struct Reconciler {
+    ctx: Arc<Ctx>,
+}
+
+impl Reconciler {
+    /// The reconciler over the member's shared context.
+    pub(crate) fn new(ctx: Arc<Ctx>) -> Reconciler {
+        Reconciler { ctx }
+    }
+
+    /// Runs until `shutdown`.
+    pub(crate) async fn run(self, shutdown: CancellationToken) {
+        let control = Arc::clone(&self.ctx.control);
+        let mut ticker = tokio::time::interval(control.config().tick);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut caught_up: Option<u64> = None;
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                _ = ticker.tick() => {}
+                () = control.woken() => {}
+            }
+            let term = leading_term(&self.ctx.raft, self.ctx.node_id);
+            control.sync_leadership(term);
+            let Some(term) = term else {
+                caught_up = None;
+                continue;
+            };
+            if caught_up != Some(term) {
+                // A new leader may not have applied everything its predecessor committed:
+                // plans over a stale state would repeat work already done.
+                if let Err(e) = self.ctx.confirm_linearizable().await {
+                    tracing::debug!(error = %e, "reconciler: leadership not confirmed yet");
+                    continue;
+                }
+                caught_up = Some(term);
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = self.step(term) => {}
+            }
+        }
+    }
+
+    /// One pass: the results, then the plan.
+    async fn step(&self, term: u64) {
+        let control = &self.ctx.control;
+        let arrived = control.take_results();
+        if !arrived.is_empty() {
+            let now = control.now();
+            match self.ctx.read_local(|s| react(control, s, &arrived, now)) {
+                Ok(actions) => self.apply(term, now, actions).await,
+                Err(e) => tracing::warn!(error = %e, "reconciler: cannot read the state"),
+            }
+        }
+        let now = control.now();
+        let (live, inflight) = control.plan_inputs();
+        let policy = control.policy();
+        let planned = self.ctx.read_local(|s| {
+            control.note_state(s);
+            plan(s, &live, &inflight, &policy, now)
+        });
+        match planned {
+            Ok(actions) => self.apply(term, now, actions).await,
+            Err(e) => tracing::warn!(error = %e, "reconciler: cannot read the state"),
+        }
+    }
+
+    /// Applies `actions`: VMs in parallel, each VM's actions in order.
+    async fn apply(&self, term: u64, now: Clock, actions: Vec<Action>) {
+        let mut groups: Vec<Vec<Action>> = Vec::new();
+        for action in actions {
+            match groups.last_mut() {
+                Some(group) if group[0].vm() == action.vm() => group.push(action),
+                _ => groups.push(vec![action]),
+            }
+        }
+        let mut running = JoinSet::new();
+        for group in groups {
+            while running.len() >= PARALLEL_VMS {
+                running.join_next().await;
+            }
+            running.spawn(apply_vm(Arc::clone(&self.ctx), term, now, group));
+        }
+        while running.join_next().await.is_some() {}
+    }
+}
+
+/// The reactions to the results, memory updated as each is taken into account.
+fn react(control: &Control, state: &FleetState, arrived: &[Arrived], now: Clock) -> Vec<Action> {
+    let mut actions: Vec<Action> = Vec::new();
+    for a in arrived {
+        let host_name = state
+            .hosts()
+            .get(&a.meta.host)
+            .map_or_else(|| a.meta.host.to_string(), |h| h.name.clone());
+        let memory = control.memory(&a.meta.vm);
+        let reaction = on_result(
+            state.vm(&a.meta.vm),
+            &host_name,
+            &a.meta,
+            &a.outcome,
+            &memory,
+            now,
+        );
+        control.set_memory(&a.meta.vm, reaction.memory);
+        // Keep each VM's actions together (and in order) for `apply`.
+        for action in reaction.actions {
+            let at = actions
+                .iter()
+                .rposition(|x| x.vm() == action.vm())
+                .map_or(actions.len(), |i| i + 1);
+            actions.insert(at, action);
+        }
+    }
+    actions
+}
+
+/// Applies one VM's actions in order; a refusal stops the rest.
+async fn apply_vm(ctx: Arc<Ctx>, term: u64, now: Clock, actions: Vec<Action>) {
+    for action in actions {
+        if let Action::Send {
+            host,
+            generation,
+            op,
+        } = action
+        {
+            ctx.control.enqueue(host, generation, op, term, now);
+            continue;
+        }
+        let Some(cmd) = action.command(now.unix_ms) else {
+            continue;
+        };
+        match ctx.propose_raw(&cmd).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(refusal)) => {
+                refused(&ctx, &action, &refusal, now).await;
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(vm = action.vm(), error = %e, "reconciler: proposal failed");
+                return;
+            }
+        }
+    }
+}
+
+/// An allocation refused (range or pool exhausted...) backs off and says why in the status;
+/// anything else is the state moving under the plan, which the next tick sees.
+async fn refused(ctx: &Ctx, action: &Action, refusal: &StateError, now: Clock) {
+    let vm = action.vm();
+    if !matches!(
+        action,
+        Action::AllocateVmid { .. } | Action::AllocateIps { .. }
+    ) {
+        tracing::debug!(vm, error = %refusal, "reconciler: action refused");
+        return;
+    }
+    tracing::warn!(vm, error = %refusal, "reconciler: allocation refused");
+    let Ok(Some(rec)) = ctx.read_local(|s| s.vm(vm).cloned()) else {
+        return;
+    };
+    let mut memory = ctx.control.memory(vm);
+    memory.backoff = Some(Backoff::after(memory.backoff, rec.generation, now.mono_ms));
+    ctx.control.set_memory(vm, memory);
+    for follow_up in allocation_failed(&rec, &refusal.to_string(), now) {
+        if let Some(cmd) = follow_up.command(now.unix_ms)
+            && let Err(e) = ctx.propose(&cmd).await
+        {
+            tracing::debug!(vm, error = %e, "reconciler: status after a refusal not recorded");
+            return;
+        }
+    }
+}
+
+impl Control {
+    /// The results waiting for the reconciler.
+    pub(crate) fn take_results(&self) -> Vec<Arrived> {
+        std::mem::take(&mut self.lock().results)
+    }
+
+    /// What the reconciler remembers about `vm`.
+    pub(crate) fn memory(&self, vm: &str) -> super::reconcile::VmMemory {
+        self.lock().memory.get(vm).cloned().unwrap_or_default()
+    }
+
+    /// Replaces what the reconciler remembers about `vm`.
+    pub(crate) fn set_memory(&self, vm: &str, memory: super::reconcile::VmMemory) {
+        self.lock().memory.insert(vm.to_string(), memory);
+    }
+
+    /// Queues a reconciler command (dropped if the leadership changed since the plan).
+    pub(crate) fn enqueue(&self, host: NodeId, generation: u64, op: Op, term: u64, now: Clock) {
+        let mut inner = self.lock();
+        if inner.term != Some(term) {
+            return;
+        }
+        let vm = op.vm_name().to_string();
+        let is_ensure = matches!(op, Op::Ensure(_));
+        let id = inner
+            .outbox
+            .enqueue(host, op, generation, term, Origin::Reconciler);
+        tracing::debug!(host, %id, "command queued");
+        if is_ensure {
+            inner.memory.entry(vm).or_default().last_ensure_ms = Some(now.mono_ms);
+        }
+    }
+
+    /// The live view and the commands in flight, as the plan reads them.
+    pub(crate) fn plan_inputs(&self) -> (LiveView, Inflight) {
+        let inner = self.lock();
+        let hosts = inner
+            .live
+            .hosts()
+            .iter()
+            .map(|(&id, h)| {
+                let host = LiveHost {
+                    last_beat_ms: h.last_beat_ms,
+                    inventory_ms: h.inventory.as_ref().map(|_| h.inventory_ms),
+                    vms: Arc::clone(&h.observed),
+                };
+                (id, host)
+            })
+            .collect();
+        let live = LiveView {
+            leading_since_ms: inner.leading_since_ms,
+            hosts,
+        };
+        let mut commands = std::collections::BTreeMap::new();
+        for (host, p) in inner.outbox.pending() {
+            commands
+                .entry(p.cmd.op.vm_name().to_string())
+                .or_insert_with(|| InflightCommand {
+                    id: p.cmd.id.clone(),
+                    kind: p.cmd.op.kind(),
+                    host,
+                    generation: p.generation,
+                });
+        }
+        // A result not yet taken into account leaves the VM as it was before the command:
+        // until the loop has recorded it, the command counts as in flight.
+        for a in &inner.results {
+            commands
+                .entry(a.meta.vm.clone())
+                .or_insert_with(|| InflightCommand {
+                    id: a.id.clone(),
+                    kind: a.meta.kind,
+                    host: a.meta.host,
+                    generation: a.meta.generation,
+                });
+        }
+        let inflight = Inflight {
+            commands,
+            memory: inner.memory.clone(),
+        };
+        (live, inflight)
+    }
+
+    /// Keeps the soft state in line with the replicated one: generations for command ids,
+    /// no memory of VMs that are gone, no commands for removed hosts.
+    pub(crate) fn note_state(&self, state: &FleetState) {
+        let mut inner = self.lock();
+        let generations: HashMap<String, u64> = state
+            .vms()
+            .iter()
+            .map(|(name, rec)| (name.clone(), rec.generation))
+            .collect();
+        inner.memory.retain(|vm, _| generations.contains_key(vm));
+        inner.generations = generations;
+        inner.outbox.retain_hosts(|h| {
+            state
+                .hosts()
+                .get(&h)
+                .is_some_and(|h| h.state != protocol::fleet::HostState::Removed)
+        });
+    }
+}

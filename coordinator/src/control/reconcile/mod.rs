@@ -1,0 +1,331 @@
+//! The reconciler's decisions, as pure functions: [`plan`] looks at the replicated state, the
+//! live view of the hosts and the commands in flight, and answers what to do next for every
+//! VM; [`status::on_result`] turns an agent's result into status, events and back-off. The
+//! leader loop (`control::loop`) applies the actions through Raft and the dispatcher.
+//!
+//! ```text
+//!  VM record ─ not placed ─▶ place (scheduler) ─▶ Schedule + allocate VMID, IPs   │ Pending + Warning
+//!           ─ placed, ids ─▶ host reporting, nothing in flight, not backing off
+//!                              ─▶ Ensure if generation unseen │ inventory contradicts │ resync due
+//!           ─ deleting ─────▶ Delete on its host │ Release when it never got a host or VMID
+//!  result ─▶ status (phase, conditions, ips) if it differs, events on transitions, back-off
+//! ```
+//!
+//! No clock, no I/O, no randomness: time comes in as [`Clock`], so a table of inputs gives the
+//! same actions every time.
+
+mod delete;
+mod ensure;
+mod place;
+pub(crate) mod status;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use protocol::NodeId;
+use protocol::agent::{ObservedVm, Op};
+use protocol::fleet::{EventKind, EventLevel, UnixMillis, VmStatus};
+
+use crate::state::{Command, FleetState};
+
+/// The first retry of a failed command waits this long; each further failure doubles it.
+pub(crate) const BACKOFF_FIRST_MS: u64 = 2_000;
+/// The longest wait between retries.
+pub(crate) const BACKOFF_MAX_MS: u64 = 60_000;
+
+/// Now, on both clocks the control plane uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Clock {
+    /// Monotonic milliseconds of the control plane (soft-state timing).
+    pub(crate) mono_ms: u64,
+    /// Wall-clock Unix milliseconds (written into commands and statuses).
+    pub(crate) unix_ms: UnixMillis,
+}
+
+/// The reconciler's knobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Policy {
+    /// A host counts as reporting for this long after its last beat.
+    pub(crate) lease_ms: u64,
+    /// An Ensure is re-sent to a VM that looks in order after this long.
+    pub(crate) resync_ms: u64,
+    /// `EnsureVm::ip_wait_secs`.
+    pub(crate) ip_wait_secs: u32,
+}
+
+/// The live view of the hosts the plan reads.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LiveView {
+    /// When this member started leading (control-plane milliseconds).
+    pub(crate) leading_since_ms: u64,
+    /// Hosts heard from since then.
+    pub(crate) hosts: BTreeMap<NodeId, LiveHost>,
+}
+
+/// One host's beats.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LiveHost {
+    /// When it last beat.
+    pub(crate) last_beat_ms: u64,
+    /// When its last inventory arrived (`None`: none yet for this boot).
+    pub(crate) inventory_ms: Option<u64>,
+    /// The VMs of that inventory by VMID.
+    pub(crate) vms: Arc<BTreeMap<u32, ObservedVm>>,
+}
+
+impl LiveView {
+    /// Whether `host` beat within the lease.
+    pub(crate) fn is_reporting(&self, host: NodeId, policy: &Policy, now: Clock) -> bool {
+        self.hosts
+            .get(&host)
+            .is_some_and(|h| now.mono_ms.saturating_sub(h.last_beat_ms) <= policy.lease_ms)
+    }
+
+    /// Whether `host` is known to be silent: this member has led for a whole lease without a
+    /// beat within the lease from it (just after an election, silence proves nothing).
+    pub(crate) fn is_silent(&self, host: NodeId, policy: &Policy, now: Clock) -> bool {
+        let led_a_lease = now.mono_ms.saturating_sub(self.leading_since_ms) > policy.lease_ms;
+        led_a_lease && !self.is_reporting(host, policy, now)
+    }
+}
+
+/// A command in flight for a VM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InflightCommand {
+    /// Its id.
+    pub(crate) id: String,
+    /// `Op::kind`.
+    pub(crate) kind: &'static str,
+    /// The host it went to.
+    pub(crate) host: NodeId,
+    /// The generation it was made for.
+    pub(crate) generation: u64,
+}
+
+/// A failed attempt's back-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Backoff {
+    /// The generation that failed (a new generation retries at once).
+    pub(crate) generation: u64,
+    /// Failures in a row.
+    pub(crate) attempts: u32,
+    /// No retry before this instant (control-plane milliseconds).
+    pub(crate) retry_at_ms: u64,
+}
+
+impl Backoff {
+    /// The back-off after one more failure of `generation` at `now_ms`.
+    pub(crate) fn after(previous: Option<Backoff>, generation: u64, now_ms: u64) -> Backoff {
+        let attempts = previous
+            .filter(|b| b.generation == generation)
+            .map_or(1, |b| b.attempts.saturating_add(1));
+        let shift = attempts.saturating_sub(1).min(16);
+        let wait = BACKOFF_FIRST_MS
+            .saturating_mul(1u64 << shift)
+            .min(BACKOFF_MAX_MS);
+        Backoff {
+            generation,
+            attempts,
+            retry_at_ms: now_ms.saturating_add(wait),
+        }
+    }
+
+    /// Whether it still holds off `generation` at `now_ms`.
+    pub(crate) fn holds(&self, generation: u64, now_ms: u64) -> bool {
+        self.generation == generation && now_ms < self.retry_at_ms
+    }
+}
+
+/// What the reconciler remembers about a VM between ticks (soft state, lost with leadership).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct VmMemory {
+    /// When the last Ensure was sent.
+    pub(crate) last_ensure_ms: Option<u64>,
+    /// When the last result of an Ensure or Delete arrived.
+    pub(crate) last_result_ms: Option<u64>,
+    /// The back-off after failures, if the last attempt failed.
+    pub(crate) backoff: Option<Backoff>,
+    /// The VMID holds a VM the fleet does not own: no Ensure for this generation.
+    pub(crate) not_owned_generation: Option<u64>,
+}
+
+/// Commands in flight and the reconciler's memory, by VM name.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Inflight {
+    /// The oldest command in flight for each VM.
+    pub(crate) commands: BTreeMap<String, InflightCommand>,
+    /// What the reconciler remembers.
+    pub(crate) memory: BTreeMap<String, VmMemory>,
+}
+
+impl Inflight {
+    fn memory(&self, vm: &str) -> VmMemory {
+        self.memory.get(vm).cloned().unwrap_or_default()
+    }
+}
+
+/// One thing to do. Actions of one VM are applied in order; an action refused by the state
+/// machine stops the VM's remaining actions of that tick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Place the VM (it has no host).
+    Schedule {
+        /// The VM.
+        vm: String,
+        /// The chosen host.
+        host: NodeId,
+    },
+    /// Allocate the VM's VMID, skipping VMIDs in use on the hosts.
+    AllocateVmid {
+        /// The VM.
+        vm: String,
+        /// VMIDs of foreign VMs and templates on any host.
+        avoid: Vec<u32>,
+    },
+    /// Allocate the VM's pool addresses.
+    AllocateIps {
+        /// The VM.
+        vm: String,
+    },
+    /// Record a new status (only proposed when it differs from the recorded one).
+    SetStatus {
+        /// The VM.
+        vm: String,
+        /// The status.
+        status: VmStatus,
+    },
+    /// Release the addresses the spec no longer wants.
+    ReleaseStaleIps {
+        /// The VM.
+        vm: String,
+    },
+    /// Record an event about the VM.
+    Event {
+        /// The VM.
+        vm: String,
+        /// Routine or warning.
+        level: EventLevel,
+        /// What happened.
+        message: String,
+    },
+    /// The VM is gone from its host (or never reached one): drop the record and its ids.
+    Release {
+        /// The VM.
+        vm: String,
+    },
+    /// Queue a command for the VM's host.
+    Send {
+        /// The host.
+        host: NodeId,
+        /// The spec generation it is made for.
+        generation: u64,
+        /// The command.
+        op: Op,
+    },
+}
+
+impl Action {
+    /// The VM the action is about.
+    pub(crate) fn vm(&self) -> &str {
+        match self {
+            Action::Schedule { vm, .. }
+            | Action::AllocateVmid { vm, .. }
+            | Action::AllocateIps { vm }
+            | Action::SetStatus { vm, .. }
+            | Action::ReleaseStaleIps { vm }
+            | Action::Event { vm, .. }
+            | Action::Release { vm } => vm,
+            Action::Send { op, .. } => op.vm_name(),
+        }
+    }
+
+    /// The Raft command the action proposes at `now`; `None` for [`Action::Send`].
+    pub(crate) fn command(&self, now: UnixMillis) -> Option<Command> {
+        let vm = self.vm().to_string();
+        Some(match self {
+            Action::Schedule { host, .. } => Command::ScheduleVm {
+                name: vm,
+                host: Some(*host),
+                expected: None,
+                now,
+            },
+            Action::AllocateVmid { avoid, .. } => Command::AllocateVmid {
+                vm,
+                avoid: avoid.clone(),
+                now,
+            },
+            Action::AllocateIps { .. } => Command::AllocateIps { vm, now },
+            Action::SetStatus { status, .. } => Command::SetVmStatus {
+                name: vm,
+                status: status.clone(),
+                now,
+            },
+            Action::ReleaseStaleIps { .. } => Command::ReleaseStaleIps { vm, now },
+            Action::Event { level, message, .. } => Command::RecordEvent {
+                level: *level,
+                kind: EventKind::Vm,
+                subject: vm,
+                message: message.clone(),
+                now,
+            },
+            Action::Release { .. } => Command::ReleaseVm { name: vm, now },
+            Action::Send { .. } => return None,
+        })
+    }
+}
+
+/// Everything to do now, VM by VM in name order (deterministic for the same inputs).
+pub(crate) fn plan(
+    state: &FleetState,
+    live: &LiveView,
+    inflight: &Inflight,
+    policy: &Policy,
+    now: Clock,
+) -> Vec<Action> {
+    let mut placer = place::Placer::new(state, live, policy, now);
+    let avoid = ensure::avoid_vmids(state);
+    let mut actions = Vec::new();
+    for rec in state.vms().values() {
+        let memory = inflight.memory(&rec.spec.name);
+        if rec.deleting {
+            delete::plan_delete(
+                state,
+                rec,
+                live,
+                inflight,
+                &memory,
+                policy,
+                now,
+                &mut actions,
+            );
+            continue;
+        }
+        if rec.assignment.host.is_none() {
+            placer.place(rec, now, &mut actions);
+        }
+        let placed = rec.assignment.host.is_some()
+            || actions
+                .iter()
+                .any(|a| matches!(a, Action::Schedule { vm, .. } if *vm == rec.spec.name));
+        if !placed {
+            continue;
+        }
+        if ensure::plan_allocations(rec, &memory, &avoid, now, &mut actions) {
+            continue;
+        }
+        ensure::plan_ensure(
+            state,
+            rec,
+            live,
+            inflight,
+            &memory,
+            policy,
+            now,
+            &mut actions,
+        );
+    }
+    actions
+}

@@ -1,0 +1,151 @@
+//! The Agent service's `Heartbeat` (ARCHITECTURE.md §3 rule 3): a node agent's beat, answered
+//! by the leader only. The caller's certificate names the host; nothing in the body can claim
+//! another.
+//!
+//! ```text
+//!  beat ─▶ agent certificate? ─▶ leader? (else NotLeader + hint) ─▶ host removed? (refused)
+//!       ─▶ live state (boot, inventory) ─▶ RegisterHost / SetHostFacts / SetHostState Online
+//!          when they changed ─▶ results (waiters, reconciler) ─▶ quorum confirmed AFTER the
+//!          beat arrived ─▶ HeartbeatAck{lease, acked results, commands due}
+//! ```
+
+use std::sync::Arc;
+
+use protocol::Role;
+use protocol::agent::{Heartbeat, HeartbeatAck};
+use protocol::fleet::HostState;
+use transport::{Caller, RemoteError, Router, Service};
+
+use super::Ctx;
+use crate::control::r#loop::leading_term;
+use crate::control::session::{
+    capacity_of, facts_changed, facts_of, needs_online, needs_registration,
+};
+use crate::state::Command;
+use crate::tokens::Now;
+
+/// Registers `Heartbeat` on the Agent service.
+pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
+    let ctx = Arc::clone(ctx);
+    router.handle(Service::Agent, move |caller: Caller, beat: Heartbeat| {
+        let ctx = Arc::clone(&ctx);
+        async move { ctx.heartbeat(&caller, beat).await }
+    });
+}
+
+/// The host a beat is from: the caller's agent certificate.
+pub(crate) fn beating_host(caller: &Caller) -> Result<protocol::NodeId, RemoteError> {
+    match caller.peer {
+        Some(peer) if peer.role == Role::Agent => Ok(peer.node_id),
+        Some(peer) => Err(RemoteError::unauthorized(format!(
+            "heartbeats come from node agents; this caller is {} {}",
+            peer.role, peer.node_id
+        ))),
+        None => Err(RemoteError::unauthorized(
+            "heartbeats need the agent's certificate: join the host with a token first",
+        )),
+    }
+}
+
+impl Ctx {
+    /// Answers one beat (see the module documentation).
+    pub(crate) async fn heartbeat(
+        &self,
+        caller: &Caller,
+        beat: Heartbeat,
+    ) -> Result<HeartbeatAck, RemoteError> {
+        let host = beating_host(caller)?;
+        let Some(term) = leading_term(&self.raft, self.node_id) else {
+            return Err(self.not_leader());
+        };
+        self.control.sync_leadership(Some(term));
+        let (revoked, record) =
+            self.read_local(|s| (s.is_node_revoked(host), s.hosts().get(&host).cloned()))?;
+        if revoked
+            || record
+                .as_ref()
+                .is_some_and(|h| h.state == HostState::Removed)
+        {
+            return Err(RemoteError::unauthorized(format!(
+                "host {host} was removed from the fleet: its agent is refused for good; \
+                 re-join the machine with a new token to add it again"
+            )));
+        }
+        let recorded = self.control.record_beat(host, &beat);
+        if let Some(inventory) = &recorded.inventory {
+            let now = Now::read().millis;
+            let capacity = capacity_of(inventory);
+            if needs_registration(record.as_ref(), &beat.host_name, &beat.labels, capacity) {
+                self.propose(&Command::RegisterHost {
+                    id: host,
+                    name: beat.host_name.clone(),
+                    labels: beat.labels.clone(),
+                    capacity,
+                    now,
+                })
+                .await?;
+            }
+            // Facts first: an online host without them would be left out of placements.
+            let facts = facts_of(inventory, now);
+            if facts_changed(record.as_ref().and_then(|h| h.facts.as_ref()), &facts) {
+                self.propose(&Command::SetHostFacts {
+                    id: host,
+                    facts: Box::new(facts),
+                })
+                .await?;
+                self.control.wake();
+            }
+            if needs_online(record.as_ref().map(|h| h.state)) {
+                self.propose(&Command::SetHostState {
+                    id: host,
+                    state: HostState::Online,
+                    now,
+                })
+                .await?;
+                self.control.wake();
+            }
+        }
+        let (acked_results, for_reconciler) = self.control.record_results(host, beat.results);
+        if for_reconciler || recorded.record.inventory_changed {
+            self.control.wake();
+        }
+        // The lease is granted only by a leader that still has its quorum after this beat
+        // arrived (ARCHITECTURE.md §3 rule 3).
+        self.confirm_linearizable().await?;
+        let commands = self.control.deliver(host, beat.boot_id, &beat.running);
+        Ok(HeartbeatAck {
+            leader: self.node_id,
+            term,
+            lease_ms: u64::try_from(self.control.config().lease.as_millis()).unwrap_or(u64::MAX),
+            need_inventory: recorded.inventory.is_none(),
+            acked_results,
+            commands,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use transport::{PeerIdentity, RemoteCode};
+
+    use super::*;
+
+    #[test]
+    fn only_an_agent_certificate_names_a_beating_host() {
+        let caller = |peer| Caller {
+            service: Service::Agent,
+            peer,
+            addr: "127.0.0.1:9".parse().unwrap(),
+        };
+        let agent = caller(Some(PeerIdentity::new(Role::Agent, 12)));
+        assert_eq!(beating_host(&agent).unwrap(), 12);
+        for refused in [
+            caller(Some(PeerIdentity::coordinator(2))),
+            caller(Some(PeerIdentity::new(Role::Admin, 1))),
+            caller(None),
+        ] {
+            let e = beating_host(&refused).unwrap_err();
+            assert_eq!(e.code, RemoteCode::Unauthorized, "{refused:?}");
+        }
+    }
+}
