@@ -39,15 +39,21 @@ deny:
 		echo "NOTICE: cargo-deny is not installed, licenses/bans/sources NOT checked (cargo install cargo-deny --locked)"; \
 	fi
 
-# The simulator on 127.0.0.1:8006 with realistic task timing.
+# A whole simulated fleet on loopback (3 coordinators, 5 simulated PVE hosts, the example
+# fleet of examples/fleet.toml) until Ctrl-C. The demo runs the binaries built beside pvefleet.
 demo:
-	$(CARGO) run --release -p pve-sim --bin pve-sim -- serve --state-dir target/pve-sim
+	$(CARGO) build --release --bins
+	target/release/pvefleet demo
 
-# Figures, not pass/fail. The coordinator bench runs the release binaries as processes.
+# Figures, not pass/fail. The coordinator, fleet_scale and agent_idle benches run the release
+# binaries as processes.
 bench:
-	$(CARGO) build --release --locked -p coordinator --bins
+	$(CARGO) build --release --locked --bins
 	$(CARGO) bench --locked -p pvefleet-tests --bench client_roundtrips
 	$(CARGO) bench --locked -p pvefleet-tests --bench coordinator
+	$(CARGO) bench --locked -p pvefleet-tests --bench placement
+	$(CARGO) bench --locked -p pvefleet-tests --bench fleet_scale
+	$(CARGO) bench --locked -p pvefleet-tests --bench agent_idle
 
 clean-pyenv:
 	rm -rf $(PYENV)

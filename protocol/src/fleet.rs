@@ -19,8 +19,8 @@ mod vm;
 
 pub use alloc::{AllocationOwner, IpAllocation, IpPool, Vip, VmidAllocation, VmidRange};
 pub use cluster::{
-    Capacity, Host, HostFacts, HostState, Member, MemberRole, Settings, validate_host, validate_member_addr,
-    validate_settings,
+    Capacity, Host, HostFacts, HostState, Member, MemberRole, Settings, validate_host,
+    validate_member_addr, validate_settings,
 };
 pub use event::{Event, EventKind, EventLevel};
 pub use token::{StoredToken, TokenRefusal, TokenView, validate_token_record};

@@ -14,6 +14,7 @@
 
 pub mod architecture;
 pub mod coord_cluster;
+pub mod fleet;
 pub mod https_sim;
 pub mod lifecycle;
 pub mod recording;

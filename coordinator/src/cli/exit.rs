@@ -127,6 +127,10 @@ pub enum CliError {
     /// The output could not be produced or written.
     #[error("cannot write the output: {0}")]
     Output(String),
+    /// `pvefleet demo` could not start or run its fleet (the message names the step and where
+    /// the logs are).
+    #[error("{0}")]
+    Demo(String),
 }
 
 /// A path as the user gave it; `-` (standard input) by name.
@@ -148,7 +152,7 @@ impl CliError {
             CliError::Client(e) => client_status(e),
             CliError::Apply { source, .. } => client_status(source),
             CliError::SpecFile { .. } | CliError::NothingToApply { .. } => ExitStatus::Refused,
-            CliError::Output(_) => ExitStatus::Failed,
+            CliError::Output(_) | CliError::Demo(_) => ExitStatus::Failed,
         }
     }
 }

@@ -108,9 +108,7 @@ pub fn explain(vm: &VmSpec, hosts: &[HostView], settings: &Settings) -> Vec<Host
             mem_total: host.capacity.memory_mib as f64,
         })
         .collect();
-    let matrix: Vec<_> = (0..utilization.len())
-        .map(|target| topsis::criteria(&utilization, target))
-        .collect();
+    let matrix = topsis::criteria_all(&utilization);
     let scores = topsis::closeness(&matrix);
     for ((host, row), closeness) in eligible.iter().zip(&matrix).zip(scores) {
         let [avg_cpu, max_cpu, avg_mem, max_mem] = *row;

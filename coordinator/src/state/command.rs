@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
 use protocol::fleet::{
-    Capacity, EventKind, EventLevel, HostFacts, HostState, Member, NicAddress, Settings, StoredToken,
-    TokenRefusal, UnixMillis, VmStatus,
+    Capacity, EventKind, EventLevel, HostFacts, HostState, Member, NicAddress, Settings,
+    StoredToken, TokenRefusal, UnixMillis, VmStatus,
 };
 use protocol::spec::{DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VmSpec, VmidRangeSpec};
 use serde::{Deserialize, Serialize};

@@ -4,8 +4,8 @@
 use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
 use protocol::fleet::{
-    Capacity, EventKind, EventLevel, Host, HostFacts, HostState, Member, Settings, UnixMillis, validate_host,
-    validate_member_addr, validate_settings,
+    Capacity, EventKind, EventLevel, Host, HostFacts, HostState, Member, Settings, UnixMillis,
+    validate_host, validate_member_addr, validate_settings,
 };
 use protocol::spec::{Labels, SpecError};
 

@@ -9,8 +9,8 @@
 //!                 └─ Ctrl-C / SIGTERM (or --exit-when-ready): stop agents, then members; remove DIR
 //! ```
 //!
-//! Narration goes to standard error; the listings (in the chosen `--output` format) and the
-//! instructions go to standard output.
+//! Narration goes to standard error; the listings and the instructions go to standard output
+//! (with `--output json`, one document describing the running demo instead).
 
 mod binaries;
 mod cluster;
@@ -18,24 +18,27 @@ mod error;
 mod fleet;
 mod layout;
 mod process;
+mod report;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use protocol::admin::{ReadMode, VmList};
 use protocol::spec::FleetSpecFile;
 
 use super::Session;
 use crate::cli::args::{Cli, DemoArgs};
 use crate::cli::exit::CliError;
+use crate::cli::output::{OutputFormat, json};
 use crate::client::AdminClient;
 use binaries::Binaries;
 use cluster::DemoCluster;
 use error::DemoError;
 use layout::Layout;
+use report::{DemoReady, HostInfo, MemberInfo};
 
 /// How often the demo looks at the fleet while it converges.
 const POLL: Duration = Duration::from_millis(500);
@@ -66,7 +69,7 @@ pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<()
         }
         Some(Err(e)) => Err(e.into()),
         Some(Ok(())) => {
-            let shown = show(session, &demo, &bins).await;
+            let shown = show(session, &demo, &bins, &fleet, !args.exit_when_ready).await;
             if shown.is_ok() && !args.exit_when_ready {
                 keep_running(&mut demo).await;
             }
@@ -74,37 +77,37 @@ pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<()
         }
     };
 
+    close(&mut demo, result.is_ok()).await;
+    result
+}
+
+/// Stops every process and removes the directory if the demo made it and all went well (a
+/// failed demo keeps its logs for a look).
+async fn close(demo: &mut DemoCluster, ok: bool) {
     let teardown = demo.stop().await;
+    let killed = if teardown.killed > 0 {
+        format!(
+            " ({} did not stop on SIGTERM and were killed)",
+            teardown.killed
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "stopped {} processes{}",
-        teardown.clean + teardown.killed,
-        if teardown.killed > 0 {
-            format!(
-                " ({} did not stop on SIGTERM and were killed)",
-                teardown.killed
-            )
-        } else {
-            String::new()
-        }
+        "stopped {} processes{killed}",
+        teardown.clean + teardown.killed
     );
     let layout = &demo.layout;
-    if layout.temporary && result.is_ok() {
+    let root = layout.root.display();
+    if layout.temporary && ok {
         if !layout.remove_if_temporary() {
-            eprintln!(
-                "could not remove {}: remove it by hand",
-                layout.root.display()
-            );
+            eprintln!("could not remove {root}: remove it by hand");
         }
     } else if layout.temporary {
-        // The logs say why it failed: kept until the user has read them.
-        eprintln!(
-            "state and logs kept in {} for a look at what failed; remove it when done",
-            layout.root.display()
-        );
+        eprintln!("state and logs kept in {root} for a look at what failed; remove it when done");
     } else {
-        eprintln!("state and logs kept in {}", layout.root.display());
+        eprintln!("state and logs kept in {root}");
     }
-    result
 }
 
 /// `1 host`, `5 hosts`.
@@ -147,13 +150,14 @@ async fn bring_up(
 ) -> Result<(), DemoError> {
     demo.found().await?;
     let mut client = demo.client()?;
-    eprintln!("  coordinator 1 is up at {}", demo.members[0].addr);
+    if let Some(founder) = demo.members.first() {
+        eprintln!("  coordinator 1 is up at {}", founder.addr);
+    }
     for n in 2..=args.coordinators {
         demo.join_member(&client, n).await?;
-        eprintln!(
-            "  coordinator {n} joined at {}",
-            demo.members[demo.members.len() - 1].addr
-        );
+        if let Some(member) = demo.members.last() {
+            eprintln!("  coordinator {n} joined at {}", member.addr);
+        }
     }
     client.close().await;
     client = demo.client()?;
@@ -240,44 +244,54 @@ async fn wait_converged(
     }
 }
 
-/// Prints `vm ls`, `host ls` and how to use the fleet from another shell.
+/// Prints `vm ls`, `host ls` and how to use the fleet from another shell; with `--output
+/// json`, one document describing the demo instead.
 async fn show(
     session: &mut Session<'_>,
     demo: &DemoCluster,
     bins: &Binaries,
+    fleet: &FleetSpecFile,
+    keeps_running: bool,
 ) -> Result<(), CliError> {
+    let ready = DemoReady {
+        dir: demo.layout.root.clone(),
+        cli_config: demo.layout.cli_config(),
+        logs: demo.layout.logs(),
+        bin_dir: bins.dir.clone(),
+        coordinators: demo
+            .members
+            .iter()
+            .map(|m| MemberInfo {
+                node_id: m.node_id,
+                addr: m.addr.clone(),
+            })
+            .collect(),
+        hosts: demo
+            .agents
+            .iter()
+            .map(|a| HostInfo {
+                name: a.host.clone(),
+                node_id: a.node_id,
+            })
+            .collect(),
+        vms: fleet.vm.iter().map(|v| v.name.clone()).collect(),
+    };
+    if session.cli.output == OutputFormat::Json {
+        let text = json(&ready).map_err(|e| CliError::Output(e.to_string()))?;
+        return write_out(session, &text);
+    }
     let config = demo.layout.cli_config();
-    println_out(session, "\n$ pvefleet vm ls")?;
+    write_out(session, "\n$ pvefleet vm ls\n")?;
     listing(session, &config, &["vm", "ls"]).await?;
-    println_out(session, "\n$ pvefleet host ls")?;
+    write_out(session, "\n$ pvefleet host ls\n")?;
     listing(session, &config, &["host", "ls"]).await?;
-    let text = format!(
-        "\nThe fleet runs until Ctrl-C. Use it from another shell:\n\n  \
-         export PVEFLEET_CONFIG={}\n  \
-         export PATH={}:$PATH\n  \
-         pvefleet vm ls\n  \
-         pvefleet host ls\n  \
-         pvefleet vm explain db-1\n  \
-         pvefleet vm stop web-1          # and see the fleet keep it stopped\n  \
-         pvefleet events --follow\n\n\
-         Logs: {}\n",
-        config.display(),
-        bins.dir.display(),
-        demo.layout.logs().display()
-    );
-    println_out(session, &text)
+    write_out(session, &format!("\n{}", ready.instructions(keeps_running)))
 }
 
-/// Runs one CLI command against the demo's cluster, printing to the session's output in its
-/// format.
+/// Runs one CLI command against the demo's cluster as a table on the session's output.
 async fn listing(session: &mut Session<'_>, config: &Path, words: &[&str]) -> Result<(), CliError> {
-    let format = session
-        .cli
-        .output
-        .to_possible_value()
-        .map_or_else(|| "table".to_string(), |v| v.get_name().to_string());
     let mut argv: Vec<OsString> = vec!["pvefleet".into(), "--config".into(), config.into()];
-    argv.extend(["--output", &format, "--timeout", "30"].map(OsString::from));
+    argv.extend(["--output", "table", "--timeout", "30"].map(OsString::from));
     argv.extend(words.iter().map(OsString::from));
     let cli = Cli::try_parse_from(argv).map_err(|e| CliError::Usage(e.to_string()))?;
     let mut sub = Session::new(&cli, &mut *session.out, crate::cli::now_millis());
@@ -286,8 +300,10 @@ async fn listing(session: &mut Session<'_>, config: &Path, words: &[&str]) -> Re
     result
 }
 
-fn println_out(session: &mut Session<'_>, text: &str) -> Result<(), CliError> {
-    writeln!(session.out, "{text}")
+fn write_out(session: &mut Session<'_>, text: &str) -> Result<(), CliError> {
+    session
+        .out
+        .write_all(text.as_bytes())
         .and_then(|()| session.out.flush())
         .map_err(|e| CliError::Output(e.to_string()))
 }

@@ -105,7 +105,8 @@ impl From<DemoError> for CliError {
     fn from(e: DemoError) -> CliError {
         match e {
             DemoError::Client(e) => CliError::Client(e),
-            other => CliError::Usage(other.to_string()),
+            DemoError::Usage(message) => CliError::Usage(message),
+            other => CliError::Demo(other.to_string()),
         }
     }
 }

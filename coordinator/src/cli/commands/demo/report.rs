@@ -1,0 +1,130 @@
+//! What the demo tells its user once the fleet is ready: for people, how to point the CLI at
+//! it from another shell; with `--output json`, one document naming the directory, the CLI
+//! configuration and every process, for scripts that drive the demo's fleet.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// The running demo, as `--output json` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct DemoReady {
+    /// The demo's directory.
+    pub(crate) dir: PathBuf,
+    /// The CLI configuration (`PVEFLEET_CONFIG`).
+    pub(crate) cli_config: PathBuf,
+    /// Where the processes log.
+    pub(crate) logs: PathBuf,
+    /// Where the binaries are (for `PATH`).
+    pub(crate) bin_dir: PathBuf,
+    /// The coordinator members.
+    pub(crate) coordinators: Vec<MemberInfo>,
+    /// The simulated hosts.
+    pub(crate) hosts: Vec<HostInfo>,
+    /// The VMs applied.
+    pub(crate) vms: Vec<String>,
+}
+
+/// One coordinator member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct MemberInfo {
+    /// Its node id.
+    pub(crate) node_id: u64,
+    /// Its QUIC address.
+    pub(crate) addr: String,
+}
+
+/// One simulated host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct HostInfo {
+    /// Its PVE node name.
+    pub(crate) name: String,
+    /// Its agent's node id.
+    pub(crate) node_id: u64,
+}
+
+impl DemoReady {
+    /// How to use the fleet from another shell, with commands on the fleet's own VMs;
+    /// `keeps_running`: the demo waits for Ctrl-C (else it stops right after).
+    pub(crate) fn instructions(&self, keeps_running: bool) -> String {
+        let lead = if keeps_running {
+            "The fleet runs until Ctrl-C. Use it from another shell:"
+        } else {
+            "The demo stops now (--exit-when-ready). Without that flag the fleet keeps running \
+             until Ctrl-C, and you use it from another shell:"
+        };
+        let mut text = format!(
+            "{lead}\n\n  \
+             export PVEFLEET_CONFIG={}\n  \
+             export PATH={}:$PATH\n  \
+             pvefleet vm ls\n  \
+             pvefleet host ls\n",
+            self.cli_config.display(),
+            self.bin_dir.display(),
+        );
+        if let Some(vm) = self.vms.first() {
+            text.push_str(&format!(
+                "  pvefleet vm explain {vm}         # why it runs where it runs\n  \
+                 pvefleet vm stop {vm}            # the fleet keeps it stopped\n  \
+                 pvefleet vm start {vm}\n"
+            ));
+        }
+        text.push_str(&format!(
+            "  pvefleet events --follow\n\nLogs: {}\n",
+            self.logs.display()
+        ));
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(vms: &[&str]) -> DemoReady {
+        DemoReady {
+            dir: "/tmp/d".into(),
+            cli_config: "/tmp/d/cli.toml".into(),
+            logs: "/tmp/d/logs".into(),
+            bin_dir: "/opt/bin".into(),
+            coordinators: vec![MemberInfo {
+                node_id: 1,
+                addr: "127.0.0.1:7400".into(),
+            }],
+            hosts: vec![HostInfo {
+                name: "pve-a".into(),
+                node_id: 2,
+            }],
+            vms: vms.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_instructions_point_the_cli_at_the_demo_and_name_one_of_its_vms() {
+        let text = ready(&["web-1", "db-1"]).instructions(true);
+        assert!(text.starts_with("The fleet runs until Ctrl-C"), "{text}");
+        assert!(
+            text.contains("export PVEFLEET_CONFIG=/tmp/d/cli.toml\n"),
+            "{text}"
+        );
+        assert!(text.contains("export PATH=/opt/bin:$PATH\n"), "{text}");
+        assert!(text.contains("pvefleet vm explain web-1"), "{text}");
+        assert!(text.contains("Logs: /tmp/d/logs"), "{text}");
+        // A fleet without VMs gets no VM commands.
+        assert!(!ready(&[]).instructions(true).contains("vm explain"));
+        assert!(
+            ready(&[])
+                .instructions(false)
+                .starts_with("The demo stops now")
+        );
+    }
+
+    #[test]
+    fn the_json_report_names_the_configuration_and_every_process() {
+        let v = serde_json::to_value(ready(&["web-1"])).unwrap();
+        assert_eq!(v["cli_config"], "/tmp/d/cli.toml");
+        assert_eq!(v["coordinators"][0]["addr"], "127.0.0.1:7400");
+        assert_eq!(v["hosts"][0]["name"], "pve-a");
+        assert_eq!(v["vms"][0], "web-1");
+    }
+}

@@ -1,0 +1,86 @@
+//! Benchmark (figures, not pass/fail): what one `pvefleet-agent` costs its host while idle with
+//! 100 VMs running: resident memory (`VmRSS`, and the peak `VmHWM`) and CPU time
+//! (`utime + stime` of `/proc/<pid>/stat`) over 30 s, heartbeats and periodic inventory
+//! included. The agent runs in simulation mode, so the simulated PVE node is part of the
+//! figures (a real host's pveproxy is not).
+//!
+//! Run: `make bench` (it builds the release binaries first).
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a broken run aborts: its figures mean nothing
+
+use std::time::{Duration, Instant};
+
+use pvefleet_tests::fleet::{Fleet, HostOptions, PveAccess, all_running_with_ips, test_vm};
+
+const VMS: usize = 100;
+const WINDOW: Duration = Duration::from_secs(30);
+
+/// A `kB` field of `/proc/<pid>/status`, in KiB.
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// `utime + stime` of `/proc/<pid>/stat`, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    let rest = &text[text.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): utime is field 14, stime field 15.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux when it cannot be asked).
+fn ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+fn main() {
+    let mut fleet = Fleet::start(1);
+    // The agent's default beat: what a production host pays.
+    let mut opts = HostOptions::new("sim-idle", PveAccess::Sim);
+    opts.heartbeat_ms = 1000;
+    opts.inventory_ms = 5000;
+    // Room for 100 one-vCPU VMs at the default 400 % CPU overcommit.
+    opts.cpus = 32;
+    let host = fleet.add_host(opts);
+    fleet.apply_resources();
+    let names: Vec<String> = (1..=VMS).map(|i| format!("idle-{i:03}")).collect();
+    let specs: Vec<_> = names.iter().map(|n| test_vm(n)).collect();
+    fleet.apply_vms(&specs);
+    fleet.wait_vms("100 VMs running", Duration::from_secs(600), |v| {
+        all_running_with_ips(v, &names)
+    });
+    let pid = fleet.agents[host].pid().expect("the agent runs");
+    // Let the last results be acknowledged and the inventory settle before measuring.
+    std::thread::sleep(Duration::from_secs(5));
+
+    let rss_before = status_kib(pid, "VmRSS");
+    let ticks_before = cpu_ticks(pid);
+    let started = Instant::now();
+    std::thread::sleep(WINDOW);
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu_secs = (cpu_ticks(pid) - ticks_before) as f64 / ticks_per_second();
+    let rss_after = status_kib(pid, "VmRSS");
+    let hwm = status_kib(pid, "VmHWM");
+    println!(
+        "agent_idle: {VMS} VMs, resident memory {:.1} MiB at the start and {:.1} MiB at the end \
+         of {elapsed:.0} s idle (peak {:.1} MiB)",
+        rss_before as f64 / 1024.0,
+        rss_after as f64 / 1024.0,
+        hwm as f64 / 1024.0
+    );
+    println!(
+        "agent_idle: CPU {cpu_secs:.2} s in {elapsed:.0} s = {:.2} % of one core",
+        cpu_secs * 100.0 / elapsed
+    );
+}

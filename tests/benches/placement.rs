@@ -1,0 +1,122 @@
+//! Benchmark (figures, not pass/fail): placing 10,000 VMs one after another on 1,000 hosts with
+//! `coordinator::scheduler::place`, each placement seeing the usage of those before it, as the
+//! reconciler does. Hosts differ in size, zone label and templates so the filters do work.
+//!
+//! `cargo bench -p pvefleet-tests --bench placement`
+#![allow(clippy::expect_used)] // a broken run aborts: its figures mean nothing
+
+use std::time::{Duration, Instant};
+
+use coordinator::scheduler::{HostUsage, HostView, StorageView, TemplateView, place};
+use protocol::fleet::{Capacity, Settings};
+use protocol::spec::{CloneMode, NicSpec, TemplateSpec, VmSpec};
+
+const HOSTS: u64 = 1_000;
+const VMS: usize = 10_000;
+
+fn hosts() -> Vec<HostView> {
+    (0..HOSTS)
+        .map(|i| {
+            let mut h = HostView::new(
+                i + 1,
+                format!("pve-{i:04}"),
+                Capacity {
+                    cpus: [32, 64, 128][(i % 3) as usize],
+                    memory_mib: [256, 512, 1024][(i % 3) as usize] * 1024,
+                },
+            );
+            h.labels
+                .insert("zone".into(), ["a", "b", "c"][(i % 3) as usize].into());
+            h.bridges.insert("vmbr0".into());
+            h.storages.push(StorageView {
+                id: "local-lvm".into(),
+                content: ["images".to_string()].into(),
+                free_bytes: 4 << 40,
+            });
+            h.templates.push(TemplateView {
+                vmid: 9000,
+                name: "debian-12-cloud".into(),
+            });
+            if i % 2 == 0 {
+                h.templates.push(TemplateView {
+                    vmid: 9001,
+                    name: "ubuntu-24.04-cloud".into(),
+                });
+            }
+            h
+        })
+        .collect()
+}
+
+fn vm(i: usize) -> VmSpec {
+    let mut spec = VmSpec::new(format!("vm-{i:05}"), [1024, 2048, 4096, 8192][i % 4]);
+    spec.cores = [1, 2, 4][i % 3];
+    spec.template = Some(TemplateSpec {
+        name: Some(
+            if i.is_multiple_of(5) {
+                "ubuntu-24.04-cloud"
+            } else {
+                "debian-12-cloud"
+            }
+            .into(),
+        ),
+        vmid: None,
+        clone: CloneMode::Linked,
+        storage: None,
+    });
+    spec.nics = vec![NicSpec {
+        model: Default::default(),
+        bridge: "vmbr0".into(),
+        vlan: None,
+        mac: None,
+        firewall: false,
+        mtu: None,
+        ip: None,
+    }];
+    if i.is_multiple_of(7) {
+        spec.placement
+            .labels
+            .insert("zone".into(), ["a", "b", "c"][i % 3].into());
+    }
+    spec
+}
+
+fn main() {
+    let mut hosts = hosts();
+    let vms: Vec<VmSpec> = (0..VMS).map(vm).collect();
+    let settings = Settings::default();
+    let mut placed = 0usize;
+    let mut slowest = Duration::ZERO;
+    let start = Instant::now();
+    for spec in &vms {
+        let one = Instant::now();
+        match place(spec, &hosts, &settings) {
+            Ok(decision) => {
+                let host = hosts
+                    .iter_mut()
+                    .find(|h| h.id == decision.host_id)
+                    .expect("the chosen host exists");
+                host.usage = HostUsage {
+                    vcpus: host.usage.vcpus + u64::from(spec.cores * spec.sockets),
+                    memory_mib: host.usage.memory_mib + spec.memory_mib,
+                    vm_count: host.usage.vm_count + 1,
+                };
+                placed += 1;
+            }
+            Err(e) => eprintln!("{}: {e}", spec.name),
+        }
+        slowest = slowest.max(one.elapsed());
+    }
+    let total = start.elapsed();
+    let used = hosts.iter().filter(|h| h.usage.vm_count > 0).count();
+    let busiest = hosts.iter().map(|h| h.usage.vm_count).max().unwrap_or(0);
+    println!(
+        "placement: {placed} of {VMS} VMs placed on {HOSTS} hosts ({used} hosts used, at most {busiest} VMs on one)"
+    );
+    println!(
+        "placement: total {:.3} s, {:.1} µs per VM on average, slowest {:.1} µs",
+        total.as_secs_f64(),
+        total.as_secs_f64() * 1e6 / VMS as f64,
+        slowest.as_secs_f64() * 1e6
+    );
+}

@@ -1,0 +1,339 @@
+//! A whole fleet as real processes for end-to-end tests: a coordinator cluster
+//! ([`crate::coord_cluster`]), node agents joined with tokens (each its own process, SIGKILLed
+//! and restarted at will), VM specs applied and read back through the `pvefleet` CLI as JSON,
+//! and, for hosts whose PVE is a `pve-sim serve` process, a look at the host through the PVE
+//! API, behind the fleet's back.
+//!
+//! ```text
+//!  test ──pvefleet CLI (json)──▶ coordinators (3 processes)
+//!                                    ▲ heartbeats, commands
+//!        pvefleet-agent (sim) ───────┤
+//!        pvefleet-agent (https) ─────┤───▶ pve-sim serve ◀── test (pve::Client: stop a VM, list)
+//!        pvefleet-agent (pvesh) ─────┘───▶ pvesh-sim ──▶ pve-sim serve
+//! ```
+
+mod agent;
+mod pve_node;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use protocol::admin::{HostStatusReply, VmListReply};
+use protocol::fleet::{HostState, VmPhase, VmRecord};
+use protocol::spec::{
+    CloneMode, CloudInitSpec, FleetSpecFile, IpPoolSpec, NicIp, NicModel, NicSpec, TemplateSpec,
+    VmSpec, VmSpecFile, VmidRangeSpec,
+};
+
+pub use agent::{AgentProcess, HostOptions, PveAccess};
+pub use pve_node::{PveNode, node_config};
+
+use crate::coord_cluster::Cluster;
+
+/// A coordinator cluster and its agents. Dropping it kills every process, the agents first.
+pub struct Fleet {
+    /// The agents, in the order they were added (declared first: dropped first).
+    pub agents: Vec<AgentProcess>,
+    /// The coordinators.
+    pub cluster: Cluster,
+    rt: tokio::runtime::Runtime,
+    dir: tempfile::TempDir,
+}
+
+/// A VM as a PVE host lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostVm {
+    /// The host.
+    pub host: String,
+    /// Its VMID.
+    pub vmid: u32,
+    /// Its name.
+    pub name: String,
+    /// `running` or `stopped`.
+    pub status: String,
+}
+
+impl Fleet {
+    /// `coordinators` members (1, 3 or 5), all voters, and no agent yet.
+    pub fn start(coordinators: usize) -> Fleet {
+        crate::https_sim::install_crypto();
+        let mut cluster = Cluster::found(&[]);
+        for _ in 1..coordinators {
+            let token = cluster.coordinator_token();
+            let via = cluster.members[0].listen;
+            cluster.join(&token, via);
+        }
+        cluster.wait_status("every member a voter", Duration::from_secs(120), |v| {
+            v["members"]
+                .as_array()
+                .is_some_and(|m| m.iter().filter(|m| m["role"] == "voter").count() == coordinators)
+        });
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        Fleet {
+            cluster,
+            agents: Vec::new(),
+            rt,
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// Joins and starts an agent for `opts`; its index in [`Fleet::agents`].
+    pub fn add_host(&mut self, opts: HostOptions) -> usize {
+        let v = self
+            .cluster
+            .cli_json(&["token", "create", "--role", "agent", "--uses", "1"]);
+        let token = v["token"].as_str().expect("token").to_string();
+        let via = self.cluster.members[0].listen.to_string();
+        let mut agent = AgentProcess::join(self.dir.path(), &opts, &token, &via);
+        agent.start();
+        let id = agent.node_id;
+        self.agents.push(agent);
+        self.wait_host_online(id);
+        self.agents.len() - 1
+    }
+
+    /// Waits until host `id` is online with its PVE facts recorded (what the scheduler needs
+    /// to place VMs on it).
+    pub fn wait_host_online(&self, id: u64) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let out = self.cluster.cli(&["host", "ls"]);
+            if out.status.success()
+                && let Ok(reply) = serde_json::from_slice::<HostStatusReply>(&out.stdout)
+                && reply.hosts.iter().any(|h| {
+                    h.host.id == id && h.host.state == HostState::Online && h.host.facts.is_some()
+                })
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "host {id} not online with its facts within 120 s: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The agent of host `name`.
+    pub fn agent(&mut self, name: &str) -> &mut AgentProcess {
+        self.agents
+            .iter_mut()
+            .find(|a| a.name == name)
+            .unwrap_or_else(|| panic!("no agent {name}"))
+    }
+
+    /// Runs a future on the fleet's runtime (for PVE API calls of a test).
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    /// `pvefleet <kind> apply -f FILE` with `file` written as TOML.
+    fn apply(&self, kind: &str, file: &impl serde::Serialize) {
+        let path = self
+            .dir
+            .path()
+            .join(format!("apply-{kind}-{}.toml", next_file_number()));
+        std::fs::write(&path, toml::to_string(file).expect("spec serializes")).expect("write spec");
+        self.cluster
+            .cli_json(&[kind, "apply", "-f", path.to_str().expect("utf-8 path")]);
+    }
+
+    /// Applies the pool and range every test VM draws from ([`test_pool`], [`test_range`]).
+    pub fn apply_resources(&self) {
+        self.apply(
+            "pool",
+            &FleetSpecFile {
+                pool: vec![test_pool()],
+                ..FleetSpecFile::default()
+            },
+        );
+        self.apply(
+            "range",
+            &FleetSpecFile {
+                vmid_range: vec![test_range()],
+                ..FleetSpecFile::default()
+            },
+        );
+    }
+
+    /// `pvefleet vm apply -f FILE` for `specs`.
+    pub fn apply_vms(&self, specs: &[VmSpec]) {
+        self.apply("vm", &VmSpecFile { vm: specs.to_vec() });
+    }
+
+    /// `pvefleet vm delete NAME`.
+    pub fn delete_vm(&self, name: &str) {
+        self.cluster.cli_json(&["vm", "delete", name]);
+    }
+
+    /// `pvefleet vm ls --output json`; `None` while the cluster cannot answer (an election).
+    pub fn vms(&self) -> Option<Vec<VmRecord>> {
+        let out = self.cluster.cli(&["vm", "ls"]);
+        if !out.status.success() {
+            return None;
+        }
+        let reply: VmListReply = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "vm ls: not a VM list ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        Some(reply.vms)
+    }
+
+    /// Polls `vm ls` until `cond` holds (bounded); the VMs then. On timeout the failure shows
+    /// every VM's phase and message.
+    pub fn wait_vms(
+        &self,
+        what: &str,
+        timeout: Duration,
+        cond: impl Fn(&[VmRecord]) -> bool,
+    ) -> Vec<VmRecord> {
+        let deadline = Instant::now() + timeout;
+        let mut last = Vec::new();
+        loop {
+            if let Some(vms) = self.vms() {
+                if cond(&vms) {
+                    return vms;
+                }
+                last = vms;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not reached within {timeout:?}; VMs now:\n{}",
+                describe(&last)
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// Every VM (templates left out) on the hosts whose PVE is a separate process, read
+    /// through the PVE API.
+    pub fn host_vms(&self) -> Vec<HostVm> {
+        let mut all = Vec::new();
+        for agent in &self.agents {
+            let Some(node) = &agent.pve else { continue };
+            let list = self
+                .block_on(node.client().vm_list(&node.name, None))
+                .unwrap_or_else(|e| panic!("list VMs of {}: {e}", node.name));
+            all.extend(list.into_iter().filter(|v| !v.template).map(|v| HostVm {
+                host: node.name.clone(),
+                vmid: v.vmid,
+                name: v.name.unwrap_or_default(),
+                status: v.status,
+            }));
+        }
+        all
+    }
+
+    /// The PVE host process of host `name`.
+    pub fn pve(&self, name: &str) -> &PveNode {
+        self.agents
+            .iter()
+            .find(|a| a.name == name)
+            .and_then(|a| a.pve.as_ref())
+            .unwrap_or_else(|| panic!("host {name} has no PVE process"))
+    }
+}
+
+/// A number for file names, new on each call.
+fn next_file_number() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+/// One line per VM: name, phase, host, VMID, IPs, message.
+pub fn describe(vms: &[VmRecord]) -> String {
+    vms.iter()
+        .map(|v| {
+            format!(
+                "  {} {} host={:?} vmid={:?} ips={:?} deleting={} msg={:?}",
+                v.spec.name,
+                v.status.phase,
+                v.assignment.host,
+                v.assignment.vmid,
+                v.status.ips,
+                v.deleting,
+                v.status.message
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The pool test VMs draw addresses from.
+pub fn test_pool() -> IpPoolSpec {
+    IpPoolSpec {
+        name: "lan".into(),
+        cidr: "10.30.0.0/16".into(),
+        gateway: Some("10.30.0.1".into()),
+        range_start: "10.30.0.10".into(),
+        range_end: "10.30.250.250".into(),
+        dns: vec!["10.30.0.2".into()],
+    }
+}
+
+/// The range test VMs draw VMIDs from.
+pub fn test_range() -> VmidRangeSpec {
+    VmidRangeSpec {
+        name: "fleet".into(),
+        start: 1000,
+        end: 99_999,
+    }
+}
+
+/// A small VM: a linked clone of `debian-12-cloud`, guest agent on, one NIC with an address
+/// from [`test_pool`].
+pub fn test_vm(name: &str) -> VmSpec {
+    let mut spec = VmSpec::new(name, 512);
+    spec.agent = true;
+    spec.template = Some(TemplateSpec {
+        name: Some("debian-12-cloud".into()),
+        vmid: None,
+        clone: CloneMode::Linked,
+        storage: None,
+    });
+    spec.nics = vec![NicSpec {
+        model: NicModel::Virtio,
+        bridge: "vmbr0".into(),
+        vlan: None,
+        mac: None,
+        firewall: false,
+        mtu: None,
+        ip: Some(NicIp::Pool("lan".into())),
+    }];
+    spec.cloud_init = Some(CloudInitSpec {
+        user: Some("ops".into()),
+        ..CloudInitSpec::default()
+    });
+    spec
+}
+
+/// Running, and the guest reported addresses.
+pub fn running_with_ips(vm: &VmRecord) -> bool {
+    !vm.deleting && vm.status.phase == VmPhase::Running && !vm.status.ips.is_empty()
+}
+
+/// Every VM named in `names` is running with addresses.
+pub fn all_running_with_ips(vms: &[VmRecord], names: &[String]) -> bool {
+    let by_name: BTreeMap<&str, &VmRecord> =
+        vms.iter().map(|v| (v.spec.name.as_str(), v)).collect();
+    names
+        .iter()
+        .all(|n| by_name.get(n.as_str()).is_some_and(|v| running_with_ips(v)))
+}
+
+/// How many VMs of each name the hosts hold.
+pub fn count_by_name(vms: &[HostVm]) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for v in vms {
+        *counts.entry(v.name.clone()).or_insert(0) += 1;
+    }
+    counts
+}
