@@ -10,9 +10,7 @@ mod daemon_support;
 
 use std::time::Duration;
 
-use bootstrap::{NodeDir, NodeKey};
 use daemon_support::{Cluster, bounded};
-use protocol::Role;
 use protocol::admin::{
     HostStatus, ReadMode, VmApply, VmExplain, VmGet, VmPower, VmPowerAction, VmSnapshot,
     VmidRangeApply,
@@ -24,10 +22,7 @@ use protocol::agent::{
 };
 use protocol::fleet::VmPhase;
 use protocol::spec::{VmSpec, VmidRangeSpec};
-use transport::{
-    Connection, Endpoint, PeerIdentity, RemoteCode, Service, TlsMaterial, TransportConfig,
-    TransportError,
-};
+use transport::{Connection, PeerIdentity, RemoteCode, Service, TransportError};
 
 const GIB: u64 = 1024 * 1024 * 1024;
 const HOST_ID: u64 = 40;
@@ -43,27 +38,7 @@ struct FakeAgent {
 
 impl FakeAgent {
     async fn connect(cluster: &Cluster) -> FakeAgent {
-        let ca = NodeDir::new(cluster.founder_dir()).load_ca().unwrap();
-        let key = NodeKey::generate().unwrap();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let cert = ca
-            .issue(
-                &key.csr_pem().unwrap(),
-                Role::Agent,
-                HOST_ID,
-                Duration::from_secs(3600),
-                now,
-            )
-            .unwrap();
-        let endpoint = Endpoint::client_on(
-            "127.0.0.1:0".parse().unwrap(),
-            &TlsMaterial::new(ca.cert_pem(), cert, key.private_key_pem()),
-            TransportConfig::default(),
-        )
-        .unwrap();
+        let endpoint = cluster.agent_endpoint(HOST_ID);
         let m = &cluster.members[0];
         let conn = endpoint
             .connect(m.listen, PeerIdentity::coordinator(m.id), Service::Agent)

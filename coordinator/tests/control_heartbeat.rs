@@ -11,9 +11,7 @@ mod daemon_support;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use bootstrap::{NodeDir, NodeKey};
 use daemon_support::{Cluster, bounded, eventually};
-use protocol::Role;
 use protocol::admin::{
     Events, FleetGet, PoolApply, ReadMode, VmApply, VmDelete, VmGet, VmidRangeApply,
 };
@@ -25,10 +23,7 @@ use protocol::fleet::{ConditionKind, FleetView, HostState, VmPhase, VmRecord};
 use protocol::spec::{
     CloudInitSpec, IpPoolSpec, NicIp, NicSpec, TemplateSpec, VmSpec, VmidRangeSpec,
 };
-use transport::{
-    Connection, Endpoint, PeerIdentity, RemoteCode, Service, TlsMaterial, TransportConfig,
-    TransportError,
-};
+use transport::{Connection, PeerIdentity, RemoteCode, Service, TransportError};
 
 const GIB: u64 = 1024 * 1024 * 1024;
 /// The agent's node id (not a coordinator's).
@@ -47,27 +42,7 @@ struct FakeAgent {
 impl FakeAgent {
     /// Dials member `i` of `cluster` with an agent certificate for `HOST_ID`.
     async fn connect(cluster: &Cluster, i: usize) -> FakeAgent {
-        let ca = NodeDir::new(cluster.founder_dir()).load_ca().unwrap();
-        let key = NodeKey::generate().unwrap();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let cert = ca
-            .issue(
-                &key.csr_pem().unwrap(),
-                Role::Agent,
-                HOST_ID,
-                Duration::from_secs(3600),
-                now,
-            )
-            .unwrap();
-        let endpoint = Endpoint::client_on(
-            "127.0.0.1:0".parse().unwrap(),
-            &TlsMaterial::new(ca.cert_pem(), cert, key.private_key_pem()),
-            TransportConfig::default(),
-        )
-        .unwrap();
+        let endpoint = cluster.agent_endpoint(HOST_ID);
         let m = &cluster.members[i];
         let conn = bounded(
             "agent connect",

@@ -188,6 +188,32 @@ impl Cluster {
         &self.members[0].dir
     }
 
+    /// A client endpoint holding an agent certificate for host `host_id`, issued by the
+    /// cluster CA (what `pvefleet-agent join` would have obtained).
+    pub(crate) fn agent_endpoint(&self, host_id: u64) -> Endpoint {
+        let ca = NodeDir::new(self.founder_dir()).load_ca().unwrap();
+        let key = bootstrap::NodeKey::generate().unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let cert = ca
+            .issue(
+                &key.csr_pem().unwrap(),
+                Role::Agent,
+                host_id,
+                Duration::from_secs(3600),
+                now,
+            )
+            .unwrap();
+        Endpoint::client_on(
+            "127.0.0.1:0".parse().unwrap(),
+            &TlsMaterial::new(ca.cert_pem(), cert, key.private_key_pem()),
+            TransportConfig::default(),
+        )
+        .unwrap()
+    }
+
     /// An admin connection to member `i`.
     pub(crate) async fn connect(&self, i: usize) -> Connection {
         let m = &self.members[i];
