@@ -16,6 +16,8 @@ use super::error::DemoError;
 
 /// How many log lines an error shows.
 const TAIL_LINES: usize = 20;
+/// How long a child whose stdout closed without a ready line gets to exit.
+const EXIT_AFTER_EOF: Duration = Duration::from_secs(2);
 
 /// A running child process of the demo.
 #[derive(Debug)]
@@ -99,12 +101,21 @@ impl Process {
             log: log.to_path_buf(),
             tail: log_tail(log),
         };
+        let exited = |status: std::io::Result<ExitStatus>| {
+            let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+            not_ready(format!("exited before it was ready ({status})"))
+        };
         let line = tokio::select! {
-            line = rx => line.ok(),
-            status = child.wait() => {
-                let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
-                return Err(not_ready(format!("exited before it was ready ({status})")));
-            }
+            line = rx => match line {
+                Ok(line) => Some(line),
+                // Its stdout closed without a ready line: it is exiting (or closed stdout on
+                // purpose); an exit is reported as one, not as a missing line.
+                Err(_) => match tokio::time::timeout(EXIT_AFTER_EOF, child.wait()).await {
+                    Ok(status) => return Err(exited(status)),
+                    Err(_) => None,
+                },
+            },
+            status = child.wait() => return Err(exited(status)),
             () = tokio::time::sleep(wait) => None,
         };
         match line {
