@@ -4,9 +4,9 @@ CARGO ?= cargo
 PYENV := target/pyenv
 PYTHON := $(PYENV)/bin/python
 
-.PHONY: verify fmt clippy doc test deny pyenv demo bench clean-pyenv
+.PHONY: verify fmt clippy doc test deny pyenv demo bench clean-pyenv package-test deb lint-deb
 
-verify: fmt clippy doc pyenv test deny
+verify: fmt clippy doc pyenv test package-test deny
 
 fmt:
 	$(CARGO) fmt --all -- --check
@@ -26,10 +26,25 @@ $(PYENV)/.installed: tests/python/requirements.txt
 
 test: pyenv
 	@if command -v cargo-nextest >/dev/null 2>&1; then \
-		PVEFLEET_PYTHON=$(CURDIR)/$(PYTHON) $(CARGO) nextest run --workspace --locked --no-fail-fast; \
+		PVEFLEET_PYTHON=$(CURDIR)/$(PYTHON) $(CARGO) nextest run --workspace --locked --no-fail-fast \
+			-E 'not binary(packaging)'; \
 	else \
 		echo "cargo-nextest not found: running cargo test instead"; \
-		PVEFLEET_PYTHON=$(CURDIR)/$(PYTHON) $(CARGO) test --workspace --locked --no-fail-fast; \
+		PVEFLEET_PYTHON=$(CURDIR)/$(PYTHON) $(CARGO) test --workspace --locked --no-fail-fast \
+			-- $(PACKAGE_TEST_SKIP); \
+	fi
+
+# The package installed, run, upgraded and purged in booted bookworm and trixie containers
+# (tests/tests/packaging.rs; root only). Alone and after the other tests: it builds the
+# release package and boots containers, which would slow everything running beside it.
+# The Debian roots are cached in target/debootstrap/ between runs.
+# (Without nextest, `cargo test` cannot leave out a test binary: its tests are skipped by name.)
+PACKAGE_TEST_SKIP := --skip the_package_installs_runs_upgrades --skip a_failing_step_still_powers_off
+package-test:
+	@if command -v cargo-nextest >/dev/null 2>&1; then \
+		$(CARGO) nextest run -p pvefleet-tests --test packaging --locked --no-capture; \
+	else \
+		$(CARGO) test -p pvefleet-tests --test packaging --locked -- --nocapture; \
 	fi
 
 deny:
@@ -57,3 +72,40 @@ bench:
 
 clean-pyenv:
 	rm -rf $(PYENV)
+
+# The Debian package (packaging/README.md): release binaries, their man pages and completions
+# (from each binary's hidden `--generate`), a changelog entry for this version, then cargo-deb
+# with the metadata of coordinator/Cargo.toml -> target/debian/pvefleet_<version>_<arch>.deb.
+# DEB_VERSION=V builds version V (e.g. 0.1.0-2) instead of the crate's <version>-1.
+DEB_VERSION ?=
+DEB_GEN := target/packaging
+DEB_BINS := pvefleet pvefleet-coordinator pvefleet-agent
+DEB_MAINTAINER := pvefleet maintainers <maintainers@users.noreply.a-seed-ddbd7c15.example>
+
+deb:
+	$(CARGO) build --release --locked --bins
+	rm -rf $(DEB_GEN)
+	mkdir -p $(DEB_GEN)/man $(DEB_GEN)/completions/bash $(DEB_GEN)/completions/zsh
+	set -euo pipefail; for bin in $(DEB_BINS); do \
+		target/release/$$bin --generate man > $(DEB_GEN)/man/$$bin.1; \
+		gzip -9n $(DEB_GEN)/man/$$bin.1; \
+		target/release/$$bin --generate complete-bash > $(DEB_GEN)/completions/bash/$$bin; \
+		target/release/$$bin --generate complete-zsh > $(DEB_GEN)/completions/zsh/_$$bin; \
+	done
+	@# The changelog's date is the commit's, so the same commit gives the same package.
+	set -euo pipefail; \
+	version="$(DEB_VERSION)"; \
+	if [ -z "$$version" ]; then version="$$($(CARGO) pkgid -p coordinator | sed 's/.*[#@]//')-1"; fi; \
+	commit="$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"; \
+	date="$$(git log -1 --format=%cD 2>/dev/null || date -R)"; \
+	printf '%s\n' "pvefleet ($$version) unstable; urgency=medium" "" \
+		"  * Built from the pvefleet workspace at commit $$commit." "" \
+		" -- $(DEB_MAINTAINER)  $$date" > $(DEB_GEN)/changelog
+	$(CARGO) deb -p coordinator --no-build --locked $(if $(DEB_VERSION),--deb-version $(DEB_VERSION))
+
+# lintian on the newest package `make deb` built (or DEB=path): errors fail, warnings show.
+lint-deb:
+	set -euo pipefail; \
+	deb="$(DEB)"; \
+	if [ -z "$$deb" ]; then deb="$$(ls -t target/debian/pvefleet_*.deb | head -n 1)"; fi; \
+	lintian --fail-on error --tag-display-limit 0 "$$deb"

@@ -1,6 +1,8 @@
 //! What a coordinator member runs with: the settings `init`/`join` record in the data directory
-//! (`coordinator.toml`: where it listens and how far its membership has got) and the options of
-//! one `run`.
+//! (`coordinator.toml`: where it listens and how far its membership has got), the options of
+//! one `run`, and the host's configuration file ([`mod@file`], `/etc/pvefleet/coordinator.toml`).
+
+pub mod file;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -9,6 +11,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::CoordinatorError;
+
+pub use file::{ConfigFileError, CoordinatorConfig};
 
 /// The member's settings file in its data directory.
 pub const SETTINGS_FILE: &str = "coordinator.toml";

@@ -11,6 +11,7 @@ pub mod config;
 mod control;
 pub mod error;
 mod forward;
+pub mod generate;
 mod http;
 pub mod node;
 pub mod scheduler;

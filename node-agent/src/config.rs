@@ -8,6 +8,7 @@
 //! host_name = "pve1"                     # default: this machine's short host name
 //! heartbeat_ms = 1000
 //! inventory_ms = 5000
+//! log = "info"                           # RUST_LOG wins
 //! [labels]
 //! zone = "a"
 //! [pve]
@@ -16,6 +17,9 @@
 //! token_file = "/etc/pvefleet/pve-token" # one line USER@REALM!TOKENID=SECRET, mode 0600
 //! fingerprint = "AA:BB:..."              # or ca_file = "/etc/pve/pve-root-ca.pem", or insecure = true
 //! ```
+//!
+//! The packaged, documented file is `packaging/etc/agent.toml` (installed as
+//! [`DEFAULT_CONFIG_PATH`]); `tests/agent_config_and_docs.rs` keeps it parsing to the defaults.
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +36,8 @@ pub const DEFAULT_HEARTBEAT_MS: u64 = 1000;
 pub const DEFAULT_INVENTORY_MS: u64 = 5000;
 /// The default HTTPS URL of the local PVE API.
 pub const DEFAULT_PVE_URL: &str = "https://127.0.0.1:8006";
+/// The default log filter (`RUST_LOG` syntax).
+pub const DEFAULT_LOG: &str = "info";
 
 /// Accepted heartbeat intervals: well inside the lease (10 s by default).
 const HEARTBEAT_MS_RANGE: std::ops::RangeInclusive<u64> = 100..=5_000;
@@ -59,6 +65,10 @@ pub struct AgentConfig {
     /// triggers one.
     #[serde(default = "default_inventory_ms")]
     pub inventory_ms: u64,
+    /// What is logged to stderr (the journal), `RUST_LOG` syntax; the `RUST_LOG` environment
+    /// variable wins over it.
+    #[serde(default = "default_log")]
+    pub log: String,
     /// The PVE backend.
     pub pve: PveConfig,
 }
@@ -241,6 +251,12 @@ impl AgentConfig {
         if self.data_dir.as_os_str().is_empty() {
             return Err(invalid("data_dir", "must not be empty".to_string()));
         }
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
+            return Err(invalid(
+                "log",
+                format!("'{}' is not a log filter: {e}", self.log),
+            ));
+        }
         // The labels are checked with any valid name; the name itself is checked on its own.
         check_host(self.host_name.as_deref().unwrap_or("host"), &self.labels)
             .map_err(|(field, reason)| invalid(&field, reason))?;
@@ -418,6 +434,9 @@ fn parse_https_url(url: &str) -> Result<(String, u16), String> {
 
 fn default_data_dir() -> PathBuf {
     PathBuf::from(DEFAULT_DATA_DIR)
+}
+fn default_log() -> String {
+    DEFAULT_LOG.to_string()
 }
 fn default_heartbeat_ms() -> u64 {
     DEFAULT_HEARTBEAT_MS

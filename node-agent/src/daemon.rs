@@ -5,6 +5,7 @@
 //!  start: config ─▶ NodeDir (cluster.toml, node cert, CA) ─▶ journal/ (sled)
 //!         ─▶ PVE backend (https | pvesh | sim) ─▶ Executor(journal, VmOps)
 //!         ─▶ QUIC client endpoint ─▶ Collector, certificate renewal and Session tasks
+//!         ─▶ systemd notifier (readiness after the first ack, status, watchdog)
 //!  run:   wait for shutdown ─▶ stop them (running commands get a grace period)
 //!         ─▶ close the endpoint
 //! ```
@@ -33,6 +34,7 @@ use crate::ops::{SimSnippetWriter, VmOps};
 use crate::session::{
     CertRenewal, MAX_CONCURRENT, RENEW_CHECK, Session, SessionConfig, SessionStatus, Target,
 };
+use crate::systemd;
 
 /// The journal's directory below the data directory.
 pub const JOURNAL_DIR: &str = "journal";
@@ -215,6 +217,10 @@ impl Agent {
         let tasks = TaskTracker::new();
         tasks.spawn(collector.run(stop.clone()));
         tasks.spawn(renewal.run(stop.clone()));
+        let notifier = systemd::Notifier {
+            status: status.clone(),
+        };
+        tasks.spawn(notifier.run(stop.clone()));
         let session = tokio::spawn(session.run(stop.clone()));
         tracing::info!(node_id = cluster.node_id, %host, backend = pve.kind, "agent started");
         Ok(RunningAgent {
@@ -283,6 +289,7 @@ impl RunningAgent {
             joined = &mut session => Some(joined),
         };
         tracing::info!(host = %self.host, "agent stopping");
+        systemd::notify_stopping();
         self.stop.cancel();
         let joined = match ended {
             Some(joined) => joined,

@@ -9,8 +9,11 @@
 //!      ◀── NotLeader{leader} (follow) | JoinResponse ── accept (CA, key, id) ─▶ role == agent?
 //!      ─▶ NodeDir: node.key (0600), node.pem, ca.pem, cluster.toml
 //! ```
+//!
+//! [`start_command`] says what starts the agent next: on a packaged host, the systemd unit,
+//! enabled at install, waiting for `node.pem` in its data directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use bootstrap::{BootstrapError, NodeDir, PendingJoin};
@@ -19,8 +22,12 @@ use protocol::join::JoinResponse;
 use serde::Serialize;
 use transport::{Endpoint, RemoteCode, TransportError};
 
+use crate::config::DEFAULT_CONFIG_PATH;
 use crate::daemon::transport_config;
 use crate::session::resolve;
+
+/// The systemd unit of the agent.
+pub const UNIT: &str = "pvefleet-agent";
 
 /// How long `join` keeps trying (no leader yet, elections, leader hints).
 const JOIN_WAIT: Duration = Duration::from_secs(60);
@@ -147,6 +154,44 @@ pub async fn join_cluster(opts: &JoinOptions) -> Result<JoinReport, JoinError> {
     })
 }
 
+/// The command that starts the agent joined into `data_dir`: restarting the unit (so it
+/// passes its condition on `node.pem`) when it serves that directory (`unit_data_dir`: the
+/// `data_dir` of [`DEFAULT_CONFIG_PATH`]), else `run` with the configuration (`config`).
+pub fn start_command(data_dir: &Path, unit_data_dir: &Path, config: Option<&Path>) -> String {
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    let default_config = config.is_none_or(|c| same(c, Path::new(DEFAULT_CONFIG_PATH)));
+    if default_config && same(data_dir, unit_data_dir) {
+        return format!("systemctl restart {UNIT}");
+    }
+    match config.filter(|_| !default_config) {
+        Some(config) => format!(
+            "pvefleet-agent run --config {}",
+            shell_word(&config.to_string_lossy())
+        ),
+        None => format!(
+            "pvefleet-agent run --config FILE (with data_dir = \"{}\")",
+            data_dir.display()
+        ),
+    }
+}
+
+/// `word` as one POSIX shell word: unchanged when it has only safe characters, else in single
+/// quotes.
+fn shell_word(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:@%+=,".contains(&b));
+    if safe {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 /// Sends the join request, following `NotLeader` hints and waiting out elections (bounded).
 /// Only answers that prove nothing was done are retried: a request whose reply was lost may
 /// have spent a token use, and is reported instead.
@@ -219,5 +264,31 @@ async fn ask(
             });
         }
         tokio::time::sleep(RETRY_PAUSE).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unit_starts_the_agent_only_in_the_directory_it_serves() {
+        let unit = Path::new("/var/lib/pvefleet/agent");
+        assert_eq!(
+            start_command(unit, unit, None),
+            "systemctl restart pvefleet-agent"
+        );
+        assert_eq!(
+            start_command(unit, unit, Some(Path::new(DEFAULT_CONFIG_PATH))),
+            "systemctl restart pvefleet-agent"
+        );
+        assert_eq!(
+            start_command(Path::new("/tmp/a"), unit, None),
+            "pvefleet-agent run --config FILE (with data_dir = \"/tmp/a\")"
+        );
+        assert_eq!(
+            start_command(unit, unit, Some(Path::new("/tmp/my agent.toml"))),
+            "pvefleet-agent run --config '/tmp/my agent.toml'"
+        );
     }
 }

@@ -23,12 +23,14 @@ pub mod config;
 pub mod daemon;
 mod error;
 mod executor;
+pub mod generate;
 pub mod inventory;
 pub mod join;
 mod journal;
 pub mod ops;
 mod record;
 pub mod session;
+mod systemd;
 mod typed;
 
 pub use error::JournalError;

@@ -1,32 +1,74 @@
 //! `pvefleet-coordinator`: a coordinator member of a pvefleet cluster. `init` creates a cluster,
 //! `join` admits this node with a token, `run` serves until SIGTERM/SIGINT, `admin-cert` makes
-//! a new operator certificate. Thin: the logic is in `coordinator::{setup, node}`. Exit codes: 0 ok, 2 usage, 3 refused by the cluster (join
-//! token), 1 anything else.
+//! a new operator certificate. Every subcommand reads the configuration file (`--config`,
+//! default /etc/pvefleet/coordinator.toml if it exists); flags win over it. The hidden
+//! `--generate man|complete-bash|complete-zsh` prints the man page or a completion script.
+//! Thin: the logic is in `coordinator::{config, setup, node}`. Exit codes: 0 ok, 2 usage or
+//! configuration, 3 refused by the cluster (join token), 1 anything else.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use coordinator::cli::output::human::timestamp;
+use coordinator::config::file::{DEFAULT_CONFIG_PATH, http_address};
 use coordinator::config::{
-    ControlConfig, DEFAULT_IP_WAIT_SECS, DEFAULT_LEASE, DEFAULT_RECONCILE_TICK,
-    DEFAULT_RENEW_CHECK, DEFAULT_RESYNC, RunConfig,
+    ControlConfig, CoordinatorConfig, DEFAULT_RECONCILE_TICK, DEFAULT_RENEW_CHECK, NodeSettings,
+    RunConfig,
 };
 use coordinator::error::CoordinatorError;
+use coordinator::generate::{self, Generate, ManExtras};
 use coordinator::node::CoordinatorNode;
 use coordinator::setup::{
     AdminCertOptions, DEFAULT_ADMIN_ID, InitOptions, JoinOptions, init_cluster, issue_admin_cert,
-    join_cluster,
+    join_cluster, start_command,
 };
 use coordinator::tokens::{Now, secs_to_millis};
 use tokio_util::sync::CancellationToken;
 
+const BIN: &str = "pvefleet-coordinator";
+
+/// The man page's FILES, ENVIRONMENT and SEE ALSO.
+const MAN: ManExtras = ManExtras {
+    files: &[
+        (
+            DEFAULT_CONFIG_PATH,
+            "The configuration: data_dir, listen, http, lease_secs, resync_secs, ip_wait_secs, \
+             log (TOML, each field documented in the file as shipped).",
+        ),
+        (
+            "/var/lib/pvefleet/coordinator",
+            "The default data directory: node key and certificate, cluster CA and its key, \
+             cluster.toml, coordinator.toml (recorded by init and join), the Raft store, and \
+             pvefleet.toml with admin.pem and admin.key for the pvefleet CLI.",
+        ),
+    ],
+    environment: &[
+        (
+            "RUST_LOG",
+            "Log filter for the messages on stderr; wins over `log` of the configuration.",
+        ),
+        (
+            "NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID",
+            "Set by systemd (Type=notify, WatchdogSec=): run reports READY=1 once its \
+             membership is settled, its state in STATUS=, and pets the watchdog.",
+        ),
+    ],
+    see_also: &["pvefleet(1)", "pvefleet-agent(1)", "systemd.service(5)"],
+};
+
 /// A coordinator member of a pvefleet cluster (Raft over QUIC with mutual TLS).
 #[derive(Debug, Parser)]
-#[command(name = "pvefleet-coordinator", version)]
+#[command(name = BIN, version, max_term_width = 100)]
 struct Args {
+    /// The configuration file (TOML) [default: /etc/pvefleet/coordinator.toml, if it exists].
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print the man page or a completion script on stdout (for packaging).
+    #[arg(long, hide = true, value_enum, value_name = "KIND")]
+    generate: Option<Generate>,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -35,17 +77,20 @@ struct Args {
 enum Cmd {
     /// Create a new cluster with this member as its first coordinator (node 1).
     Init {
-        /// The member's data directory (created; must not hold a node).
-        #[arg(long)]
-        data_dir: PathBuf,
-        /// The QUIC address to listen on, as the other members and the CLI dial it.
-        #[arg(long)]
-        listen: SocketAddr,
+        /// The member's data directory (created; must not hold a node) [default: data_dir of
+        /// the configuration].
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// The QUIC address to listen on, as the other members and the CLI dial it [default:
+        /// listen of the configuration].
+        #[arg(long, value_name = "ADDR:PORT")]
+        listen: Option<SocketAddr>,
         /// The cluster id (1-32 characters a-z 0-9 '-'); generated if absent.
         #[arg(long)]
         cluster_id: Option<String>,
-        /// The local HTTP address for /metrics, /healthz, /readyz (default 127.0.0.1, any port).
-        #[arg(long)]
+        /// The local HTTP address for /metrics, /healthz, /readyz, recorded for `run` (which
+        /// prefers its own --http and the configuration's `http`).
+        #[arg(long, value_name = "ADDR:PORT")]
         http: Option<SocketAddr>,
     },
     /// Join an existing cluster with a token from `pvefleet member add` or `token create`.
@@ -54,31 +99,37 @@ enum Cmd {
         token: String,
         /// The QUIC address of any member (a follower redirects to the leader).
         addr: SocketAddr,
-        /// The new member's data directory (created; must not hold a node).
-        #[arg(long)]
-        data_dir: PathBuf,
-        /// The QUIC address to listen on, as the other members dial it.
-        #[arg(long)]
-        listen: SocketAddr,
+        /// The new member's data directory (created; must not hold a node) [default: data_dir
+        /// of the configuration].
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// The QUIC address to listen on, as the other members dial it [default: listen of
+        /// the configuration].
+        #[arg(long, value_name = "ADDR:PORT")]
+        listen: Option<SocketAddr>,
     },
     /// Issue a new admin certificate for the `pvefleet` CLI with this coordinator's CA (e.g.
     /// when the old one expired); writes admin.pem and admin.key (0600) in DATA_DIR.
     AdminCert {
-        /// The coordinator's data directory (holds the CA key).
-        #[arg(long)]
-        data_dir: PathBuf,
+        /// The coordinator's data directory (holds the CA key) [default: data_dir of the
+        /// configuration].
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
         /// The admin id the certificate names.
         #[arg(long, value_name = "N", default_value_t = DEFAULT_ADMIN_ID,
               value_parser = clap::value_parser!(u64).range(1..))]
         id: u64,
     },
-    /// Serve the member in DATA_DIR until SIGTERM or SIGINT.
+    /// Serve the member in DATA_DIR until SIGTERM or SIGINT; prints one JSON line
+    /// {"node_id":..,"listen":..,"http":..} on stdout once its membership is settled.
     Run {
-        /// The member's data directory (made by init or join).
-        #[arg(long)]
-        data_dir: PathBuf,
-        /// The local HTTP address (overrides the one recorded at init; port 0 picks one).
-        #[arg(long)]
+        /// The member's data directory (made by init or join) [default: data_dir of the
+        /// configuration].
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// The local HTTP address (port 0 picks one) [default: http of the configuration,
+        /// else the one recorded at init, else 127.0.0.1 on a free port].
+        #[arg(long, value_name = "ADDR:PORT")]
         http: Option<SocketAddr>,
         /// Build a Raft snapshot every N log entries (and keep at most N behind it).
         #[arg(long, value_name = "N")]
@@ -92,31 +143,30 @@ enum Cmd {
             value_parser = clap::value_parser!(u64).range(1..)
         )]
         renew_check_secs: u64,
-        /// The lease granted to agents with each heartbeat, in seconds.
+        /// The lease granted to agents with each heartbeat, in seconds [default: lease_secs
+        /// of the configuration, 10].
         #[arg(
             long,
             value_name = "SECS",
-            default_value_t = DEFAULT_LEASE.as_secs(),
             value_parser = clap::value_parser!(u64).range(1..=3600)
         )]
-        lease_secs: u64,
+        lease_secs: Option<u64>,
         /// Re-send an Ensure to a VM that looks in order after this many seconds (at least the
-        /// lease).
+        /// lease) [default: resync_secs of the configuration, 30].
         #[arg(
             long,
             value_name = "SECS",
-            default_value_t = DEFAULT_RESYNC.as_secs(),
             value_parser = clap::value_parser!(u64).range(1..=86_400)
         )]
-        resync_secs: u64,
-        /// How long agents wait for a started VM's guest-agent addresses (0 = do not wait).
+        resync_secs: Option<u64>,
+        /// How long agents wait for a started VM's guest-agent addresses (0 = do not wait)
+        /// [default: ip_wait_secs of the configuration, 60].
         #[arg(
             long,
             value_name = "SECS",
-            default_value_t = DEFAULT_IP_WAIT_SECS,
             value_parser = clap::value_parser!(u32).range(0..=3600)
         )]
-        ip_wait_secs: u32,
+        ip_wait_secs: Option<u32>,
         /// The reconciler's period when nothing wakes it sooner (tests only).
         #[arg(
             long,
@@ -129,16 +179,73 @@ enum Cmd {
     },
 }
 
+/// A command line that parsed but cannot be carried out as given (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct UsageError(String);
+
+/// The configuration file in force and where it came from.
+struct Configured {
+    file: CoordinatorConfig,
+    /// The `--config` given, if any.
+    explicit: Option<PathBuf>,
+}
+
+impl Configured {
+    /// The file to name in messages.
+    fn shown(&self) -> String {
+        self.explicit
+            .as_deref()
+            .unwrap_or(Path::new(DEFAULT_CONFIG_PATH))
+            .display()
+            .to_string()
+    }
+
+    /// The `listen` of `init` or `join`: the flag, else the file's.
+    fn listen(&self, flag: Option<SocketAddr>, command: &str) -> Result<SocketAddr, UsageError> {
+        flag.or(self.file.listen).ok_or_else(|| {
+            UsageError(format!(
+                "{command} needs the QUIC address this member listens on, as the others dial \
+                 it: pass --listen ADDR:PORT or set `listen` in {}",
+                self.shown()
+            ))
+        })
+    }
+
+    /// The command that starts the member in `data_dir`.
+    fn start_command(&self, data_dir: &Path) -> String {
+        // The unit runs with the default file: its data_dir is the one it serves.
+        let unit_dir = match &self.explicit {
+            None => self.file.data_dir.clone(),
+            Some(_) => CoordinatorConfig::load_or_default(None)
+                .map_or_else(|_| CoordinatorConfig::default().data_dir, |c| c.data_dir),
+        };
+        start_command(data_dir, &unit_dir, self.explicit.as_deref())
+    }
+}
+
 fn main() -> ExitCode {
+    if let Some(kind) = generate::requested::<Args>("generate") {
+        return generate::print(kind, Args::command(), BIN, &MAN);
+    }
     let args = Args::parse();
+    let file = match CoordinatorConfig::load_or_default(args.config.as_deref()) {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     // Before anything builds a TLS configuration: ring only, never a second provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&file.log)),
         )
         .with_writer(std::io::stderr)
+        // Colours only for people: journald gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -150,7 +257,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(args.command)) {
+    let configured = Configured {
+        file,
+        explicit: args.config,
+    };
+    match runtime.block_on(dispatch(args.command, &configured)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // Every error's own text already names its cause: `{e:#}` would repeat it.
@@ -158,12 +269,18 @@ fn main() -> ExitCode {
             let refused = e
                 .downcast_ref::<CoordinatorError>()
                 .is_some_and(CoordinatorError::is_refusal);
-            ExitCode::from(if refused { 3 } else { 1 })
+            let usage = e.downcast_ref::<UsageError>().is_some();
+            ExitCode::from(match (refused, usage) {
+                (true, _) => 3,
+                (_, true) => 2,
+                _ => 1,
+            })
         }
     }
 }
 
-async fn dispatch(cmd: Cmd) -> anyhow::Result<()> {
+async fn dispatch(cmd: Cmd, configured: &Configured) -> anyhow::Result<()> {
+    let file = &configured.file;
     match cmd {
         Cmd::Init {
             data_dir,
@@ -171,23 +288,26 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<()> {
             cluster_id,
             http,
         } => {
+            let listen = configured.listen(listen, "init")?;
             let report = init_cluster(&InitOptions {
-                data_dir,
+                data_dir: data_dir.unwrap_or_else(|| file.data_dir.clone()),
                 listen,
                 cluster_id,
                 http,
             })?;
-            let dir = report.data_dir.display();
             println!(
                 "created cluster {} with this member as node {} (CA sha256:{})",
                 report.cluster_id, report.node_id, report.ca_sha256
             );
-            println!("start it:           pvefleet-coordinator run --data-dir {dir}");
             println!(
                 "point the CLI at it: export PVEFLEET_CONFIG={}",
                 report.cli_config.display()
             );
-            println!("add members:        pvefleet member add");
+            println!("add members:         pvefleet member add");
+            println!(
+                "start it:            {}",
+                configured.start_command(&report.data_dir)
+            );
             Ok(())
         }
         Cmd::Join {
@@ -196,10 +316,11 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<()> {
             data_dir,
             listen,
         } => {
+            let listen = configured.listen(listen, "join")?;
             let report = join_cluster(&JoinOptions {
                 token,
                 via: addr,
-                data_dir,
+                data_dir: data_dir.unwrap_or_else(|| file.data_dir.clone()),
                 listen,
             })
             .await?;
@@ -209,14 +330,14 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<()> {
             );
             if report.role == protocol::Role::Coordinator {
                 println!(
-                    "start it: pvefleet-coordinator run --data-dir {} (it becomes a voter once \
-                     it has caught up)",
-                    report.data_dir.display()
+                    "start it: {} (it becomes a voter once it has caught up)",
+                    configured.start_command(&report.data_dir)
                 );
             }
             Ok(())
         }
         Cmd::AdminCert { data_dir, id } => {
+            let data_dir = data_dir.unwrap_or_else(|| file.data_dir.clone());
             let report = issue_admin_cert(&AdminCertOptions { data_dir, id }, Now::read().secs())?;
             println!(
                 "wrote the certificate of admin {} to {} and its key to {} (mode 0600); valid \
@@ -244,22 +365,28 @@ async fn dispatch(cmd: Cmd) -> anyhow::Result<()> {
             resync_secs,
             ip_wait_secs,
             reconcile_tick_ms,
-        } => run(
-            RunConfig {
-                data_dir,
-                http,
-                snapshot_logs,
-                renew_check: Duration::from_secs(renew_check_secs),
-            },
-            ControlConfig {
-                lease: Duration::from_secs(lease_secs),
-                resync: Duration::from_secs(resync_secs),
-                ip_wait_secs,
-                tick: Duration::from_millis(reconcile_tick_ms),
-            },
-        )
-        .await
-        .map_err(Into::into),
+        } => {
+            let data_dir = data_dir.unwrap_or_else(|| file.data_dir.clone());
+            // What init recorded; an unreadable directory is reported when the member starts.
+            let recorded = NodeSettings::load(&data_dir).ok().and_then(|s| s.http);
+            let http = http_address(http, file.http, recorded);
+            run(
+                RunConfig {
+                    data_dir,
+                    http: Some(http),
+                    snapshot_logs,
+                    renew_check: Duration::from_secs(renew_check_secs),
+                },
+                ControlConfig {
+                    lease: lease_secs.map_or(file.lease(), Duration::from_secs),
+                    resync: resync_secs.map_or(file.resync(), Duration::from_secs),
+                    ip_wait_secs: ip_wait_secs.unwrap_or(file.ip_wait_secs),
+                    tick: Duration::from_millis(reconcile_tick_ms),
+                },
+            )
+            .await
+            .map_err(Into::into)
+        }
     }
 }
 

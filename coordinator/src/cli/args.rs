@@ -9,6 +9,7 @@ use protocol::{NodeId, Role};
 
 use crate::cli::config::CONFIG_ENV;
 use crate::cli::output::OutputFormat;
+use crate::generate::Generate;
 
 /// Operate a pvefleet cluster: members, join tokens, VMs and the resources they use.
 #[derive(Debug, Clone, PartialEq, Eq, Parser)]
@@ -32,6 +33,9 @@ pub struct Cli {
     /// Give up after this long (seconds, or with a unit: 500ms, 30s, 2m), retries included.
     #[arg(long, global = true, value_name = "SECS", default_value = "10", value_parser = parse_timeout)]
     pub timeout: Duration,
+    /// Print the man page or a completion script on stdout (for packaging).
+    #[arg(long, hide = true, value_enum, value_name = "KIND")]
+    pub generate: Option<Generate>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

@@ -6,7 +6,8 @@
 //! ```text
 //!  start: NodeDir ─▶ TLS + CA ─▶ raft store ─▶ openraft ─▶ Endpoint::server(Raft, Agent, Admin, Join)
 //!         ─▶ Server (router: raft::network + admin + join + renew + heartbeat, gate) ─▶ HTTP
-//!         ─▶ settle membership, renew the certificate when due, reconcile (leader only)
+//!         ─▶ settle membership, renew the certificate when due, reconcile (leader only),
+//!            notify systemd (readiness, status, watchdog)
 //!  run:   wait for shutdown ─▶ stop settling ─▶ stop accepting, answer calls in flight
 //!         ─▶ raft.shutdown() ─▶ close connections and the endpoint
 //! ```
@@ -15,6 +16,7 @@ pub(crate) mod gate;
 pub(crate) mod membership;
 pub(crate) mod raft_setup;
 pub(crate) mod renew;
+pub(crate) mod systemd;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -193,6 +195,12 @@ impl CoordinatorNode {
         tasks.spawn(Reconciler::new(Arc::clone(&ctx)).run(serve.clone()));
 
         let (ready_tx, ready) = watch::channel(None);
+        let notifier = systemd::Notifier {
+            node_id: cluster.node_id,
+            raft: raft.clone(),
+            ready: ready.clone(),
+        };
+        tasks.spawn(notifier.run(serve.clone()));
         let line = ReadyLine {
             node_id: cluster.node_id,
             listen: settings.listen.to_string(),
@@ -283,6 +291,7 @@ impl RunningNode {
             result = &mut server => Some(result),
         };
         tracing::info!(node_id = self.ctx.node_id, "coordinator stopping");
+        systemd::notify_stopping();
         self.settle.cancel();
         self.serve.cancel();
         let served = match served {

@@ -1,22 +1,67 @@
 //! `pvefleet-agent`: the node agent of a PVE host. `join` admits this host to a cluster with a
-//! token; `run` keeps its session to the coordinators until SIGTERM/SIGINT. Thin: the logic is
-//! in `node_agent::{join, daemon}`. Exit codes: 0 ok, 2 bad command line or configuration,
-//! 3 refused by the cluster (join token, role), 1 anything else.
+//! token; `run` keeps its session to the coordinators until SIGTERM/SIGINT. The hidden
+//! `--generate man|complete-bash|complete-zsh` prints the man page or a completion script.
+//! Thin: the logic is in `node_agent::{config, join, daemon}`. Exit codes: 0 ok, 2 bad command
+//! line or configuration, 3 refused by the cluster (join token, role), 1 anything else.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use node_agent::config::{AgentConfig, ConfigError, DEFAULT_CONFIG_PATH, DEFAULT_DATA_DIR};
+use clap::{CommandFactory, Parser, Subcommand};
+use node_agent::config::{
+    AgentConfig, ConfigError, DEFAULT_CONFIG_PATH, DEFAULT_DATA_DIR, DEFAULT_LOG, PveConfig,
+};
 use node_agent::daemon::{Agent, AgentError};
-use node_agent::join::{JoinError, JoinOptions, join_cluster};
+use node_agent::generate::{self, Generate, ManExtras};
+use node_agent::join::{JoinError, JoinOptions, join_cluster, start_command};
 use tokio_util::sync::CancellationToken;
+
+const BIN: &str = "pvefleet-agent";
+
+/// The man page's FILES, ENVIRONMENT and SEE ALSO.
+const MAN: ManExtras = ManExtras {
+    files: &[
+        (
+            DEFAULT_CONFIG_PATH,
+            "The configuration (TOML, each field documented in the file as shipped).",
+        ),
+        (
+            DEFAULT_DATA_DIR,
+            "The default data directory: node key and certificate, cluster CA, cluster.toml, \
+             the command journal.",
+        ),
+        (
+            "/etc/pvefleet/pve-token",
+            "The PVE API token of the https backend, as the shipped configuration names it: one \
+             line USER@REALM!TOKENID=SECRET, mode 0600.",
+        ),
+    ],
+    environment: &[
+        (
+            "RUST_LOG",
+            "Log filter for the messages on stderr; wins over `log` of the configuration.",
+        ),
+        (
+            "NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID",
+            "Set by systemd (Type=notify, WatchdogSec=): run reports READY=1 after the first \
+             heartbeat a leader acknowledged, its state in STATUS=, and pets the watchdog.",
+        ),
+    ],
+    see_also: &[
+        "pvefleet(1)",
+        "pvefleet-coordinator(1)",
+        "systemd.service(5)",
+    ],
+};
 
 /// The pvefleet node agent: runs on each PVE host, keeps a session with the coordinators and
 /// runs their commands against the local PVE API (HTTPS token, pvesh, or a simulated node).
 #[derive(Debug, Parser)]
-#[command(name = "pvefleet-agent", version)]
+#[command(name = BIN, version, max_term_width = 100)]
 struct Args {
+    /// Print the man page or a completion script on stdout (for packaging).
+    #[arg(long, hide = true, value_enum, value_name = "KIND")]
+    generate: Option<Generate>,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -43,8 +88,8 @@ enum Cmd {
     ///
     /// The configuration (TOML) has: data_dir, host_name (default: this machine's short host
     /// name; required with the sim backend), `[labels]`, heartbeat_ms (1000), inventory_ms
-    /// (5000), and `[pve]` with backend = "https" (url, token_file, and one of ca_file,
-    /// fingerprint, insecure = true) | "pvesh" (program, timeout_secs) | "sim" (cpus,
+    /// (5000), log ("info"), and `[pve]` with backend = "https" (url, token_file, and one of
+    /// ca_file, fingerprint, insecure = true) | "pvesh" (program, timeout_secs) | "sim" (cpus,
     /// memory_gib, bridges, ceph, time_scale, agent_ip_delay_secs).
     Run {
         /// The agent configuration.
@@ -92,14 +137,82 @@ impl From<JoinError> for Failure {
     }
 }
 
+/// A command with the configuration it works with: `run` needs one; `join` reads the one
+/// named, or the default one if it exists.
+enum Job {
+    Run {
+        path: PathBuf,
+        config: AgentConfig,
+    },
+    Join {
+        token: String,
+        addr: String,
+        data_dir: Option<PathBuf>,
+        config_path: Option<PathBuf>,
+        config: Option<AgentConfig>,
+    },
+}
+
+impl Job {
+    /// Reads the configuration `cmd` works with.
+    fn prepare(cmd: Cmd) -> Result<Job, ConfigError> {
+        match cmd {
+            Cmd::Run { config: path } => Ok(Job::Run {
+                config: AgentConfig::load(&path)?,
+                path,
+            }),
+            Cmd::Join {
+                token,
+                addr,
+                data_dir,
+                config: config_path,
+            } => {
+                let default = Path::new(DEFAULT_CONFIG_PATH);
+                let config = match &config_path {
+                    Some(path) => Some(AgentConfig::load(path)?),
+                    None if default.exists() => Some(AgentConfig::load(default)?),
+                    None => None,
+                };
+                Ok(Job::Join {
+                    token,
+                    addr,
+                    data_dir,
+                    config_path,
+                    config,
+                })
+            }
+        }
+    }
+
+    /// The log filter of the configuration.
+    fn log(&self) -> &str {
+        match self {
+            Job::Run { config, .. } => &config.log,
+            Job::Join { config, .. } => config.as_ref().map_or(DEFAULT_LOG, |c| c.log.as_str()),
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    if let Some(kind) = generate::requested::<Args>("generate") {
+        return generate::print(kind, Args::command(), BIN, &MAN);
+    }
     let args = Args::parse();
+    // Read first: its `log` sets up logging.
+    let job = match Job::prepare(args.command) {
+        Ok(job) => job,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     // Before anything builds a TLS configuration: ring only, never a second provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let log = job.log();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log)),
         )
         .with_writer(std::io::stderr)
         // Colours only for people: journald and log files get plain text.
@@ -115,7 +228,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(args.command)) {
+    match runtime.block_on(dispatch(job)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { code, error }) => {
             // Every error's own text already names its cause: `{error:#}` would repeat it.
@@ -125,18 +238,20 @@ fn main() -> ExitCode {
     }
 }
 
-async fn dispatch(cmd: Cmd) -> Result<(), Failure> {
-    match cmd {
-        Cmd::Join {
+async fn dispatch(job: Job) -> Result<(), Failure> {
+    match job {
+        Job::Join {
             token,
             addr,
             data_dir,
+            config_path,
             config,
         } => {
-            let data_dir = match data_dir {
-                Some(dir) => dir,
-                None => configured_data_dir(config.as_deref())?,
-            };
+            let data_dir = data_dir.unwrap_or_else(|| {
+                config
+                    .as_ref()
+                    .map_or_else(|| PathBuf::from(DEFAULT_DATA_DIR), |c| c.data_dir.clone())
+            });
             let report = join_cluster(&JoinOptions {
                 token,
                 via: addr,
@@ -147,28 +262,45 @@ async fn dispatch(cmd: Cmd) -> Result<(), Failure> {
                 "joined cluster {} as agent {} ({} coordinator(s) known)",
                 report.cluster_id, report.node_id, report.members
             );
-            println!(
-                "start it: pvefleet-agent run --config FILE (with data_dir = \"{}\")",
-                report.data_dir.display()
-            );
+            let start = next_step(&report.data_dir, config.as_ref(), config_path.as_deref());
+            if start.starts_with("systemctl")
+                && let Some(missing) = missing_token_file(config.as_ref())
+            {
+                println!(
+                    "first write the PVE API token to {} (one line USER@REALM!TOKENID=SECRET, \
+                         mode 0600)",
+                    missing.display()
+                );
+            }
+            println!("start it: {start}");
             Ok(())
         }
-        Cmd::Run { config } => run(&config).await,
+        Job::Run { path, config } => run(&path, config).await,
     }
 }
 
-/// The data directory of the configuration named (or of the default one if it exists).
-fn configured_data_dir(config: Option<&Path>) -> Result<PathBuf, Failure> {
-    let path = match config {
-        Some(path) => path.to_path_buf(),
-        None if Path::new(DEFAULT_CONFIG_PATH).exists() => PathBuf::from(DEFAULT_CONFIG_PATH),
-        None => return Ok(PathBuf::from(DEFAULT_DATA_DIR)),
+/// The command that starts the agent joined into `data_dir`, given the configuration read
+/// (`config`, from `config_path` or the default file).
+fn next_step(data_dir: &Path, config: Option<&AgentConfig>, config_path: Option<&Path>) -> String {
+    // The unit runs with the default file: its data_dir is the one it serves.
+    let unit_dir = match (config_path, config) {
+        (None, Some(config)) => config.data_dir.clone(),
+        (None, None) => PathBuf::from(DEFAULT_DATA_DIR),
+        (Some(_), _) => AgentConfig::load(Path::new(DEFAULT_CONFIG_PATH))
+            .map_or_else(|_| PathBuf::from(DEFAULT_DATA_DIR), |c| c.data_dir),
     };
-    Ok(AgentConfig::load(&path)?.data_dir)
+    start_command(data_dir, &unit_dir, config_path)
 }
 
-async fn run(path: &Path) -> Result<(), Failure> {
-    let mut config = AgentConfig::load(path)?;
+/// The token file the https backend of `config` names, if it does not exist yet.
+fn missing_token_file(config: Option<&AgentConfig>) -> Option<&Path> {
+    match &config?.pve {
+        PveConfig::Https(https) if !https.token_file.exists() => Some(&https.token_file),
+        _ => None,
+    }
+}
+
+async fn run(path: &Path, mut config: AgentConfig) -> Result<(), Failure> {
     // Resolved here so an unusable machine host name is reported against this file.
     config.host_name = Some(config.resolved_host_name(path)?);
     let agent = Agent::start(config).await?;

@@ -1,0 +1,239 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+//! The binaries as processes: `pvefleet-coordinator` reading its configuration file (flags
+//! win, a missing named file is an error, errors name the field), and the man pages and
+//! completion scripts `pvefleet` and `pvefleet-coordinator` generate with `--generate`.
+
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const COORDINATOR: &str = env!("CARGO_BIN_EXE_pvefleet-coordinator");
+const CLI: &str = env!("CARGO_BIN_EXE_pvefleet");
+
+fn run(bin: &str, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn generated(bin: &str, kind: &str) -> String {
+    let out = run(bin, &["--generate", kind]);
+    assert!(
+        out.status.success(),
+        "{bin} --generate {kind}: {}",
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+fn free_udp_port() -> u16 {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.local_addr().unwrap().port()
+}
+
+fn free_tcp_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn write(path: &Path, text: &str) -> String {
+    std::fs::write(path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn each_man_page_documents_every_subcommand_on_one_page() {
+    let man = generated(COORDINATOR, "man");
+    assert!(man.contains(".TH pvefleet-coordinator 1"), "{man}");
+    for sub in ["init", "join", "run", "admin\\-cert"] {
+        let heading = format!(".SS \"pvefleet\\-coordinator {sub}\"");
+        assert!(man.contains(&heading), "{heading} missing:\n{man}");
+    }
+    for word in [
+        "\\-\\-lease\\-secs",
+        "/etc/pvefleet/coordinator.toml",
+        "WATCHDOG_USEC",
+    ] {
+        assert!(man.contains(word), "{word} missing:\n{man}");
+    }
+    let cli = generated(CLI, "man");
+    assert!(cli.contains(".TH pvefleet 1"), "{cli}");
+    for sub in [
+        "cluster status",
+        "member add",
+        "token create",
+        "vm apply",
+        "vm explain",
+        "pool ls",
+        "range ls",
+        "vip ls",
+        "host ls",
+        "events",
+        "alloc vmid",
+        "demo",
+    ] {
+        let heading = format!(".SS \"pvefleet {sub}\"");
+        assert!(cli.contains(&heading), "{heading} missing:\n{cli}");
+    }
+    for page in [&man, &cli] {
+        // Hidden flags stay hidden; no page is referred to that is not shipped.
+        assert!(!page.contains("\\-\\-generate"), "{page}");
+        assert!(!page.contains("\\-help(1)"), "{page}");
+        assert_eq!(page.matches(".ds Aq").count(), 2, "one preamble");
+    }
+}
+
+#[test]
+fn completions_are_generated_for_bash_and_zsh() {
+    for (bin, path, function) in [
+        (
+            COORDINATOR,
+            "pvefleet-coordinator",
+            "_pvefleet__coordinator",
+        ),
+        (CLI, "pvefleet", "_pvefleet"),
+    ] {
+        let bash = generated(bin, "complete-bash");
+        assert!(bash.contains(&format!("{function}() {{")), "{bash}");
+        assert!(
+            bash.contains(&format!("complete -F {function} ")) && bash.contains(path),
+            "{bash}"
+        );
+        let zsh = generated(bin, "complete-zsh");
+        assert!(zsh.starts_with(&format!("#compdef {path}\n")), "{zsh}");
+    }
+    let help = stdout(&run(COORDINATOR, &["--help"]));
+    assert!(!help.contains("--generate"), "{help}");
+    let out = run(COORDINATOR, &["--generate", "html"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn configuration_errors_exit_2_and_name_the_file_and_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nope.toml");
+    let out = run(
+        COORDINATOR,
+        &["init", "--config", missing.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nope.toml"), "{}", stderr(&out));
+
+    let bad = write(&tmp.path().join("bad.toml"), "lease_sec = 5\n");
+    let out = run(COORDINATOR, &["run", "--config", &bad]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("lease_sec"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad.toml"), "{}", stderr(&out));
+
+    let dir = tmp.path().join("m1");
+    let no_listen = write(
+        &tmp.path().join("c.toml"),
+        &format!("data_dir = \"{}\"\n", dir.display()),
+    );
+    let out = run(COORDINATOR, &["init", "--config", &no_listen]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--listen"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("c.toml"), "{}", stderr(&out));
+    assert!(!dir.exists());
+}
+
+/// A child killed when dropped; its stdout lines arrive on `lines`.
+struct Member {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Member {
+    fn run(args: &[&str]) -> Member {
+        let mut child = Command::new(COORDINATOR)
+            .arg("run")
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .env_remove("NOTIFY_SOCKET")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Member { child, lines }
+    }
+
+    /// The `http` of the ready line.
+    fn ready_http(&self) -> String {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a ready line");
+        let ready: serde_json::Value = serde_json::from_str(&line).unwrap();
+        ready["http"].as_str().unwrap().to_string()
+    }
+}
+
+#[test]
+fn flags_win_over_the_configuration_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let from_file: PathBuf = tmp.path().join("from-file");
+    let from_flag: PathBuf = tmp.path().join("from-flag");
+    let http = format!("127.0.0.1:{}", free_tcp_port());
+    let config = write(
+        &tmp.path().join("coordinator.toml"),
+        &format!(
+            "data_dir = \"{}\"\nlisten = \"127.0.0.1:{}\"\nhttp = \"{http}\"\nlease_secs = 5\n",
+            from_file.display(),
+            free_udp_port()
+        ),
+    );
+    let out = run(
+        COORDINATOR,
+        &[
+            "init",
+            "--config",
+            &config,
+            "--data-dir",
+            from_flag.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(from_flag.join("node.pem").is_file());
+    assert!(!from_file.exists());
+
+    // The file's http address, unless --http says otherwise.
+    let dir = from_flag.to_str().unwrap();
+    let member = Member::run(&["--config", &config, "--data-dir", dir]);
+    assert_eq!(member.ready_http(), http);
+    drop(member);
+    let member = Member::run(&[
+        "--config",
+        &config,
+        "--data-dir",
+        dir,
+        "--http",
+        "127.0.0.1:0",
+    ]);
+    assert_ne!(member.ready_http(), http);
+}

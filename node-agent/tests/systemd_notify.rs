@@ -1,0 +1,394 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+//! `pvefleet-agent run` under a fake systemd: a datagram socket as NOTIFY_SOCKET, given to the
+//! binary as a child process (so the environment never leaks into other tests). While no
+//! leader acknowledges its beats the agent pets the watchdog but is not ready; the first ack
+//! brings READY=1 (with the ready line on stdout); SIGTERM brings STOPPING=1. The agent is
+//! joined through `join --config FILE`, whose data_dir it uses.
+
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bootstrap::ca::DEFAULT_LEAF_VALIDITY;
+use bootstrap::{ClusterCa, NodeKey};
+use node_agent::daemon::ReadyLine;
+use protocol::Role;
+use protocol::agent::{Heartbeat, HeartbeatAck};
+use protocol::join::{JoinRequest, JoinResponse};
+use tokio_util::sync::CancellationToken;
+use transport::{Endpoint, RemoteError, Router, Server, Service, TlsMaterial, TransportConfig};
+
+const BOUND: Duration = Duration::from_secs(30);
+const AGENT: &str = env!("CARGO_BIN_EXE_pvefleet-agent");
+const JOINED_ID: u64 = 42;
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// systemd's end of the notification socket.
+struct FakeSystemd {
+    socket: UnixDatagram,
+    path: PathBuf,
+    /// Every message received so far, in order.
+    seen: Vec<String>,
+}
+
+impl FakeSystemd {
+    fn bind(dir: &Path) -> FakeSystemd {
+        let path = dir.join("notify.sock");
+        let socket = UnixDatagram::bind(&path).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        FakeSystemd {
+            socket,
+            path,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Receives until `done` holds for the messages seen so far (bounded).
+    fn until(&mut self, what: &str, done: impl Fn(&[String]) -> bool) {
+        let start = Instant::now();
+        let mut buf = [0u8; 4096];
+        while !done(&self.seen) {
+            assert!(
+                start.elapsed() < BOUND,
+                "no {what} from the agent; it sent: {:?}",
+                self.seen
+            );
+            if let Ok(n) = self.socket.recv(&mut buf) {
+                self.seen
+                    .push(String::from_utf8_lossy(&buf[..n]).into_owned());
+            }
+        }
+    }
+
+    fn count(seen: &[String], line: &str) -> usize {
+        seen.iter().filter(|m| m.lines().any(|l| l == line)).count()
+    }
+}
+
+/// A child process killed when dropped (a failed test leaves nothing behind).
+struct Proc {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Proc {
+    /// `pvefleet-agent ARGS` under the fake systemd, with a watchdog of `watchdog_usec`
+    /// meant for the agent's own pid (WATCHDOG_PID set by the shell that execs it).
+    fn under_systemd(notify: &Path, watchdog_usec: u64, args: &[&str]) -> Proc {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg("WATCHDOG_PID=$$ exec \"$0\" \"$@\"")
+            .arg(AGENT)
+            .args(args)
+            .env("NOTIFY_SOCKET", notify)
+            .env("WATCHDOG_USEC", watchdog_usec.to_string());
+        Proc::spawn(cmd)
+    }
+
+    /// Spawns `cmd` with its stdout read line by line.
+    fn spawn(mut cmd: Command) -> Proc {
+        let mut child = cmd
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Proc { child, lines }
+    }
+
+    fn terminate(&mut self) -> i32 {
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().expect("exited by a signal");
+            }
+            assert!(start.elapsed() < BOUND, "no exit after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A fake coordinator 1: Join issues agent certificates; Agent acks beats once `accepting`.
+struct Coordinator {
+    ca: ClusterCa,
+    addr: SocketAddr,
+    accepting: Arc<AtomicBool>,
+    stop: CancellationToken,
+}
+
+impl Coordinator {
+    fn start() -> Coordinator {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ca = ClusterCa::create("lab", now_secs()).unwrap();
+        let key = NodeKey::generate().unwrap();
+        let csr = key.csr_pem().unwrap();
+        let cert = ca
+            .issue(
+                &csr,
+                Role::Coordinator,
+                1,
+                DEFAULT_LEAF_VALIDITY,
+                now_secs(),
+            )
+            .unwrap();
+        let tls = TlsMaterial::new(ca.cert_pem(), cert, key.private_key_pem());
+        let endpoint = Endpoint::server(
+            (Ipv4Addr::LOCALHOST, 0).into(),
+            &tls,
+            &[Service::Agent, Service::Join],
+            TransportConfig::default(),
+        )
+        .unwrap();
+        let addr = endpoint.local_addr().unwrap();
+        let issuer = Arc::new(ClusterCa::load(ca.cert_pem(), ca.key_pem()).unwrap());
+        let mut router = Router::new();
+        router.handle::<JoinRequest, _, _>(Service::Join, move |_caller, req| {
+            let answer = issuer
+                .issue(
+                    &req.csr_pem,
+                    Role::Agent,
+                    JOINED_ID,
+                    DEFAULT_LEAF_VALIDITY,
+                    now_secs(),
+                )
+                .map(|cert_pem| JoinResponse {
+                    node_id: JOINED_ID,
+                    cert_pem,
+                    ca_pem: issuer.cert_pem().to_string(),
+                    cluster_id: "lab".into(),
+                    members: vec![(1, addr.to_string())],
+                    ca_key_pem: None,
+                })
+                .map_err(|e| RemoteError::bad_request(e.to_string()));
+            async move { answer }
+        });
+        let accepting = Arc::new(AtomicBool::new(false));
+        let gate = Arc::clone(&accepting);
+        router.handle::<Heartbeat, _, _>(Service::Agent, move |_caller, _hb| {
+            let accept = gate.load(Ordering::SeqCst);
+            async move {
+                if !accept {
+                    return Err(RemoteError::not_leader(None));
+                }
+                Ok(HeartbeatAck {
+                    leader: 1,
+                    term: 1,
+                    lease_ms: 10_000,
+                    need_inventory: false,
+                    acked_results: Vec::new(),
+                    commands: Vec::new(),
+                })
+            }
+        });
+        let stop = CancellationToken::new();
+        let server = Server::new(endpoint, router);
+        let token = stop.clone();
+        tokio::spawn(async move { server.run(token).await });
+        Coordinator {
+            ca,
+            addr,
+            accepting,
+            stop,
+        }
+    }
+
+    /// A token pinning this coordinator's CA (the fake server accepts any id and secret).
+    fn token(&self) -> String {
+        let hex: String = self
+            .ca
+            .sha256()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("pvf1.{hex}.abc123.{}", "s".repeat(32))
+    }
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Runs the blocking `f` off the runtime's threads, so the fake coordinator keeps serving.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_follows_the_first_acknowledged_beat_and_the_watchdog_is_petted_meanwhile() {
+    let coordinator = Coordinator::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("agent");
+    let config = tmp.path().join("agent.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data_dir = \"{}\"\nhost_name = \"hosta\"\nheartbeat_ms = 100\nlog = \"warn\"\n\
+             [pve]\nbackend = \"sim\"\ntime_scale = 0.0\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+
+    // join takes the data directory from the configuration it is given.
+    let (token, via, config_arg) = (
+        coordinator.token(),
+        coordinator.addr.to_string(),
+        config.to_str().unwrap().to_string(),
+    );
+    let out = blocking(move || {
+        Command::new(AGENT)
+            .args(["join", &token, &via, "--config", &config_arg])
+            .output()
+            .unwrap()
+    })
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(data.join("node.pem").is_file(), "{stdout}");
+    assert_eq!(
+        stdout.lines().last().unwrap(),
+        format!("start it: pvefleet-agent run --config {}", config.display())
+    );
+
+    let accepting = Arc::clone(&coordinator.accepting);
+    let (seen, ready, code) = blocking(move || {
+        let mut systemd = FakeSystemd::bind(tmp.path());
+        let mut agent = Proc::under_systemd(
+            &systemd.path,
+            300_000,
+            &["run", "--config", config.to_str().unwrap()],
+        );
+        // Alive (petting) but refused by the coordinator: not ready.
+        systemd.until("three WATCHDOG=1", |seen| {
+            FakeSystemd::count(seen, "WATCHDOG=1") >= 3
+        });
+        assert_eq!(FakeSystemd::count(&systemd.seen, "READY=1"), 0);
+        assert!(
+            systemd
+                .seen
+                .iter()
+                .any(|m| m.contains("STATUS=looking for the leader")),
+            "{:?}",
+            systemd.seen
+        );
+        assert!(agent.lines.try_recv().is_err(), "a ready line before READY");
+
+        accepting.store(true, Ordering::SeqCst);
+        systemd.until("READY=1", |seen| FakeSystemd::count(seen, "READY=1") == 1);
+        let ready = agent.lines.recv_timeout(BOUND).expect("the ready line");
+        systemd.until("the connected status", |seen| {
+            seen.iter()
+                .any(|m| m.contains("STATUS=connected to coordinator 1 (term 1), lease valid"))
+        });
+        let pets = FakeSystemd::count(&systemd.seen, "WATCHDOG=1");
+        systemd.until("more WATCHDOG=1 once ready", |seen| {
+            FakeSystemd::count(seen, "WATCHDOG=1") > pets
+        });
+        let code = agent.terminate();
+        systemd.until("STOPPING=1", |seen| {
+            FakeSystemd::count(seen, "STOPPING=1") == 1
+        });
+        (systemd.seen, ready, code)
+    })
+    .await;
+    let ready: ReadyLine = serde_json::from_str(&ready).unwrap();
+    assert_eq!((ready.node_id, ready.host.as_str()), (JOINED_ID, "hosta"));
+    assert_eq!(code, 0, "a clean stop on SIGTERM");
+    assert_eq!(FakeSystemd::count(&seen, "READY=1"), 1, "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watchdog_meant_for_another_process_is_not_petted() {
+    let coordinator = Coordinator::start();
+    coordinator.accepting.store(true, Ordering::SeqCst);
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("agent");
+    let (token, via, data_arg) = (
+        coordinator.token(),
+        coordinator.addr.to_string(),
+        data.to_str().unwrap().to_string(),
+    );
+    let out = blocking(move || {
+        Command::new(AGENT)
+            .args(["join", &token, &via, "--data-dir", &data_arg])
+            .output()
+            .unwrap()
+    })
+    .await;
+    assert!(out.status.success());
+    let config = tmp.path().join("agent.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data_dir = \"{}\"\nhost_name = \"hosta\"\nheartbeat_ms = 100\n\
+             [pve]\nbackend = \"sim\"\ntime_scale = 0.0\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let seen = blocking(move || {
+        let mut systemd = FakeSystemd::bind(tmp.path());
+        let mut cmd = Command::new(AGENT);
+        cmd.args(["run", "--config", config.to_str().unwrap()])
+            .env("NOTIFY_SOCKET", &systemd.path)
+            .env("WATCHDOG_USEC", "300000")
+            // PID 1 is never this agent.
+            .env("WATCHDOG_PID", "1");
+        let mut agent = Proc::spawn(cmd);
+        systemd.until("READY=1", |seen| FakeSystemd::count(seen, "READY=1") == 1);
+        assert_eq!(agent.terminate(), 0);
+        systemd.until("STOPPING=1", |seen| {
+            FakeSystemd::count(seen, "STOPPING=1") == 1
+        });
+        systemd.seen
+    })
+    .await;
+    // The first notification carries the first pet if there is one to give.
+    assert_eq!(FakeSystemd::count(&seen, "WATCHDOG=1"), 0, "{seen:?}");
+}
