@@ -225,9 +225,9 @@ fn member_add_prints_the_exact_join_command() {
 Created a one-use coordinator join token (id a1b2c3, expires 2025-03-01T13:00:00Z, in 60m).
 Run this on the new member's host (replace any placeholder in capitals):
 
-  pvefleet-coordinator join pvf1.abc.a1b2c3.s3cr3t 10.0.0.1:7400 --data-dir DIR --listen HOST:PORT
+  pvefleet-coordinator join pvf1.abc.a1b2c3.s3cr3t 10.0.0.1:7400 --listen HOST:PORT
 
-then start it with `pvefleet-coordinator run --data-dir DIR`: it joins as a learner and becomes a voter once it has caught up (`pvefleet cluster status`).
+then start it as `join` says (with the package: `systemctl enable --now pvefleet-coordinator`): it joins as a learner and becomes a voter once it has caught up (`pvefleet cluster status`).
 The token is shown only now; revoke it with `pvefleet token revoke a1b2c3`.
 "
     );
@@ -237,7 +237,7 @@ The token is shown only now; revoke it with `pvefleet token revoke a1b2c3`.
             "token": token, "token_id": "a1b2c3", "expires_at": NOW + HOUR,
             "join_addr": "10.0.0.1:7400",
             "command": "pvefleet-coordinator join pvf1.abc.a1b2c3.s3cr3t 10.0.0.1:7400 \
-                        --data-dir DIR --listen HOST:PORT"
+                        --listen HOST:PORT"
         })
     );
     assert!(!format!("{added:?}").contains("s3cr3t"));

@@ -63,17 +63,20 @@ async fn add(session: &mut Session<'_>, args: &MemberAddArgs) -> Result<(), CliE
 }
 
 /// The `pvefleet-coordinator join` command line for a new member, words quoted for a POSIX
-/// shell; a missing data directory or listen address is left as a capitalised placeholder.
+/// shell; a missing listen address is left as a capitalised placeholder, a missing data
+/// directory is left out (the packaged default `/var/lib/pvefleet/coordinator` applies).
 pub fn join_command(
     token: &str,
     join_addr: &str,
     data_dir: Option<&Path>,
     listen: Option<&str>,
 ) -> String {
-    let data_dir = data_dir.map_or_else(|| "DIR".to_string(), |d| shell_word(&d.to_string_lossy()));
+    let data_dir = data_dir.map_or_else(String::new, |d| {
+        format!(" --data-dir {}", shell_word(&d.to_string_lossy()))
+    });
     let listen = listen.map_or_else(|| "HOST:PORT".to_string(), shell_word);
     format!(
-        "pvefleet-coordinator join {} {} --data-dir {data_dir} --listen {listen}",
+        "pvefleet-coordinator join {} {}{data_dir} --listen {listen}",
         shell_word(token),
         shell_word(join_addr)
     )

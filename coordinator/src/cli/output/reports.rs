@@ -140,8 +140,9 @@ impl Render for MemberAdded {
             "Created a one-use coordinator join token (id {}, expires {}, {}).\n\
              Run this on the new member's host (replace any placeholder in capitals):\n\n  \
              {}\n\n\
-             then start it with `pvefleet-coordinator run --data-dir DIR`: it joins as a learner \
-             and becomes a voter once it has caught up (`pvefleet cluster status`).\n\
+             then start it as `join` says (with the package: `systemctl enable --now \
+             pvefleet-coordinator`): it joins as a learner and becomes a voter once it has caught \
+             up (`pvefleet cluster status`).\n\
              The token is shown only now; revoke it with `pvefleet token revoke {}`.\n",
             self.token_id,
             timestamp(self.expires_at),
