@@ -137,6 +137,7 @@ async fn start_stop_and_restart_send_their_action_and_print_the_leaders_message(
     let member = FakeMember::start(&pki, 1, power_router(&sent));
     let config = pki.write_config(&[&member]);
 
+    let mut request_ids = std::collections::BTreeSet::new();
     for (verb, action) in [
         ("start", VmPowerAction::Start),
         ("stop", VmPowerAction::Stop),
@@ -145,12 +146,12 @@ async fn start_stop_and_restart_send_their_action_and_print_the_leaders_message(
         let (result, out) = pvefleet(&config, &["vm", verb, "web-1"]).await;
         result.unwrap();
         assert_eq!(out, format!("vm web-1 {action:?}\n"));
-        assert_eq!(
-            sent.lock().unwrap().pop(),
-            Some(VmPower {
-                name: "web-1".into(),
-                action,
-            })
+        let request = sent.lock().unwrap().pop().expect("a power request");
+        assert_eq!((request.name.as_str(), request.action), ("web-1", action));
+        assert_eq!(request.request_id.len(), 16, "{request:?}");
+        assert!(
+            request_ids.insert(request.request_id),
+            "every command gets its own request id"
         );
     }
     let (result, out) = pvefleet(&config, &["-o", "json", "vm", "stop", "web-1"]).await;
@@ -282,14 +283,13 @@ s1     -        60s ago   yes   before upgrade
         let argv: Vec<&str> = ["vm", "snapshot"].iter().chain(args).copied().collect();
         let (result, out) = pvefleet(&config, &argv).await;
         result.unwrap();
+        let request = sent.lock().unwrap().pop().expect("a snapshot request");
         assert_eq!(
-            sent.lock().unwrap().pop(),
-            Some(VmSnapshot {
-                name: "web-1".into(),
-                action,
-            }),
+            (request.name.as_str(), &request.action),
+            ("web-1", &action),
             "{args:?}"
         );
+        assert!(!request.request_id.is_empty(), "{request:?}");
         assert_eq!(out, format!("{done}{list}"));
     }
     let (result, out) = pvefleet(&config, &["-o", "json", "vm", "snapshot", "ls", "web-1"]).await;

@@ -168,9 +168,13 @@ fn refusal(e: TransportError) -> transport::RemoteError {
     }
 }
 
+/// A snapshot request as one operator command (its own request id).
 fn snapshot(action: SnapshotAction) -> VmSnapshot {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     VmSnapshot {
         name: "web".into(),
+        request_id: format!("snapshot-{n}"),
         action,
     }
 }
@@ -196,6 +200,7 @@ async fn restarts_and_snapshots_reach_the_vms_agent_once_and_come_back() {
     // Two restarts at once (a client's retry): one Power command, one answer for both.
     let restart = VmPower {
         name: "web".into(),
+        request_id: "restart-1".into(),
         action: VmPowerAction::Restart,
     };
     let (first, second, delivered) = tokio::join!(
@@ -220,6 +225,21 @@ async fn restarts_and_snapshots_reach_the_vms_agent_once_and_come_back() {
         .filter(|c| matches!(c.op, Op::Power(_)))
         .collect();
     assert!(again.is_empty(), "a second restart was sent: {again:?}");
+
+    // A new operator command (a new request id) restarts again, even right after the first.
+    let restart_again = VmPower {
+        request_id: "restart-2".into(),
+        ..restart.clone()
+    };
+    let (reply, ()) = tokio::join!(cluster.call(0, &restart_again), async {
+        let cmd = agent.until(|op| matches!(op, Op::Power(_))).await;
+        agent.answer(&cmd.id, Ok(CommandOutput::Vm(running(100, 1))));
+        let _ = agent.flush().await;
+    });
+    assert_eq!(
+        reply.unwrap().message,
+        "vm web restarted on pve-a (vmid 100)"
+    );
 
     // A snapshot: the agent's list comes back.
     let taken = SnapshotInfo {

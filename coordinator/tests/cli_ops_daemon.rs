@@ -37,6 +37,7 @@ async fn power_snapshot_explain_and_host_requests_on_a_real_member() {
     assert_eq!(created.generation, 1);
     let power = |action| VmPower {
         name: "web-1".into(),
+        request_id: "r1".into(),
         action,
     };
 
@@ -91,6 +92,7 @@ async fn power_snapshot_explain_and_host_requests_on_a_real_member() {
                 0,
                 &VmPower {
                     name: "web-9".into(),
+                    request_id: "r2".into(),
                     action: VmPowerAction::Start,
                 },
             )
@@ -101,6 +103,7 @@ async fn power_snapshot_explain_and_host_requests_on_a_real_member() {
 
     let snapshot = |name: &str| VmSnapshot {
         name: "web-1".into(),
+        request_id: format!("snap-{name}"),
         action: SnapshotAction::Create {
             snapshot: name.into(),
             description: String::new(),

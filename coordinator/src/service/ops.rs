@@ -11,8 +11,9 @@
 //!  VmSnapshot ─ name check ┴─▶ placed (host, VMID) ─▶ one shared run ─▶ control.run_command
 //! ```
 //!
-//! A one-shot command runs longer than one client attempt lasts, so every identical request
-//! joins the same run ([`runs`]): a client's retry never restarts a VM twice.
+//! A one-shot command runs longer than one client attempt lasts, so a retry of the same
+//! request (same `request_id`) joins the run its first attempt started ([`runs`]): a client's
+//! retry never restarts a VM twice, and a new operator command always runs anew.
 
 mod plan;
 mod runs;
@@ -81,7 +82,7 @@ impl Ctx {
         match req.action {
             VmPowerAction::Start => self.keep(&req.name, DesiredState::Running).await,
             VmPowerAction::Stop => self.keep(&req.name, DesiredState::Stopped).await,
-            VmPowerAction::Restart => self.restart(&req.name).await,
+            VmPowerAction::Restart => self.restart(&req.name, &req.request_id).await,
         }
     }
 
@@ -112,7 +113,7 @@ impl Ctx {
     }
 
     /// Restarts the VM on its host now; its desired state stays `running`.
-    async fn restart(&self, vm: &str) -> Result<VmPowerReply, RemoteError> {
+    async fn restart(&self, vm: &str, request_id: &str) -> Result<VmPowerReply, RemoteError> {
         self.confirm_linearizable().await?;
         let target = self.read_local(|s| {
             let target = plan::placed(s, vm, "restart")?;
@@ -132,7 +133,10 @@ impl Ctx {
             },
         });
         let verb = "restart";
-        match self.run_shared(vm, &target, op, RESTART_WAIT, verb).await? {
+        match self
+            .run_shared(vm, request_id, &target, op, RESTART_WAIT, verb)
+            .await?
+        {
             CommandOutput::Vm(seen) => Ok(VmPowerReply {
                 generation: target.generation,
                 message: if seen.running {
@@ -171,7 +175,10 @@ impl Ctx {
             vmid: target.vmid,
             action: req.action.clone(),
         });
-        match self.run_shared(vm, &target, op, wait, &verb).await? {
+        match self
+            .run_shared(vm, &req.request_id, &target, op, wait, &verb)
+            .await?
+        {
             CommandOutput::Snapshots(snapshots) => Ok(VmSnapshotReply {
                 vm: vm.to_string(),
                 snapshots,
@@ -180,10 +187,12 @@ impl Ctx {
         }
     }
 
-    /// Runs `op` on the VM's agent once for every identical request, and reads its result.
+    /// Runs `op` on the VM's agent once per request id (retries of a request join its run),
+    /// and reads its result.
     async fn run_shared(
         &self,
         vm: &str,
+        request_id: &str,
         target: &Placed,
         op: Op,
         wait: Duration,
@@ -191,7 +200,7 @@ impl Ctx {
     ) -> Result<CommandOutput, RemoteError> {
         let control = Arc::clone(&self.control);
         let host = target.host;
-        let key = format!("{host}/{op:?}");
+        let key = format!("{request_id}/{host}/{op:?}");
         let result = self
             .runs
             .run_once(vm, key, move || async move {

@@ -66,6 +66,10 @@ impl Rpc for VmExplain {
 pub struct VmPower {
     /// The VM's name.
     pub name: String,
+    /// Chosen by the client once per operator command and kept across its retries: a retry
+    /// joins the run its first attempt started instead of restarting the VM again, while a new
+    /// command (a new id) always runs anew.
+    pub request_id: String,
     /// What to do.
     pub action: VmPowerAction,
 }
@@ -101,6 +105,9 @@ impl Rpc for VmPower {
 pub struct VmSnapshot {
     /// The VM's name.
     pub name: String,
+    /// Chosen by the client once per operator command and kept across its retries (see
+    /// [`VmPower::request_id`]).
+    pub request_id: String,
     /// What to do.
     pub action: SnapshotAction,
 }

@@ -139,6 +139,7 @@ async fn power(
     let reply = client
         .call(&VmPower {
             name: name.to_string(),
+            request_id: request_id(),
             action,
         })
         .await?;
@@ -193,6 +194,7 @@ async fn snapshot(session: &mut Session<'_>, command: &SnapshotCommand) -> Resul
     let reply = client
         .call(&VmSnapshot {
             name: vm.clone(),
+            request_id: request_id(),
             action,
         })
         .await?;
@@ -200,4 +202,10 @@ async fn snapshot(session: &mut Session<'_>, command: &SnapshotCommand) -> Resul
         Some(done) => session.print(&SnapshotChanged { done, reply }),
         None => session.print(&reply),
     }
+}
+
+/// A fresh id for one operator command; the client's retries of that command reuse the
+/// request, and with it the id.
+fn request_id() -> String {
+    format!("{:016x}", rand::random::<u64>())
 }
