@@ -14,8 +14,8 @@ mod forward;
 pub mod generate;
 mod http;
 pub mod node;
-pub mod scheduler;
+
+mod machine;
 mod service;
 pub mod setup;
-pub mod state;
 pub mod tokens;

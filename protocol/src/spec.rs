@@ -19,6 +19,7 @@
 //! ```
 
 mod cidr;
+mod file;
 mod infra;
 pub(crate) mod rules;
 pub(crate) mod validate;
@@ -34,6 +35,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use cidr::{Cidr, CidrError, ip_to_u128, next_ip};
+pub use file::{SpecFileError, parse_fleet_file, parse_vm_file};
 pub use infra::{
     IpPoolSpec, PoolBounds, VipSpec, VmidRangeSpec, validate_ip_pool, validate_vip,
     validate_vmid_range,

@@ -1,5 +1,5 @@
 //! Benchmark (figures, not pass/fail): placing 10,000 VMs one after another on 1,000 hosts with
-//! `coordinator::scheduler::place`, each placement seeing the usage of those before it, as the
+//! `fleet::scheduler::place`, each placement seeing the usage of those before it, as the
 //! reconciler does. Hosts differ in size, zone label and templates so the filters do work.
 //!
 //! `cargo bench -p pvefleet-tests --bench placement`
@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use coordinator::scheduler::{HostUsage, HostView, StorageView, TemplateView, place};
+use fleet::scheduler::{HostUsage, HostView, StorageView, TemplateView, place};
 use protocol::fleet::{Capacity, Settings};
 use protocol::spec::{CloneMode, NicSpec, TemplateSpec, VmSpec};
 

@@ -7,13 +7,13 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use coordinator::scheduler::{HostUsage, HostView, StorageView, TemplateView, place};
-use coordinator::state::{parse_fleet_file, parse_vm_file};
+use fleet::scheduler::{HostUsage, HostView, StorageView, TemplateView, place};
 use protocol::fleet::{Capacity, Settings};
 use protocol::spec::{
     CloneMode, DesiredState, FleetSpecFile, NicIp, validate_ip_pool, validate_spec, validate_vip,
     validate_vmid_range,
 };
+use protocol::spec::{parse_fleet_file, parse_vm_file};
 
 fn example(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

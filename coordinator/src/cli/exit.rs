@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::config::ConfigError;
 use crate::client::ClientError;
-use crate::state::SpecFileError;
+use protocol::spec::SpecFileError;
 
 /// A process exit status of `pvefleet`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

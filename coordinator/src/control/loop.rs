@@ -23,13 +23,13 @@ use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 use super::dispatch::Origin;
-use super::reconcile::status::{allocation_failed, on_result};
-use super::reconcile::{
-    Action, Backoff, Clock, Inflight, InflightCommand, LiveHost, LiveView, plan,
-};
 use super::{Arrived, Control};
 use crate::service::Ctx;
-use crate::state::{FleetState, StateError};
+use fleet::reconcile::status::{allocation_failed, on_result};
+use fleet::reconcile::{
+    Action, Backoff, Clock, Inflight, InflightCommand, LiveHost, LiveView, plan,
+};
+use fleet::state::{FleetState, StateError};
 
 /// VMs whose actions are applied at the same time (each VM's in order).
 const PARALLEL_VMS: usize = 16;
@@ -224,12 +224,12 @@ impl Control {
     }
 
     /// What the reconciler remembers about `vm`.
-    pub(crate) fn memory(&self, vm: &str) -> super::reconcile::VmMemory {
+    pub(crate) fn memory(&self, vm: &str) -> fleet::reconcile::VmMemory {
         self.lock().memory.get(vm).cloned().unwrap_or_default()
     }
 
     /// Replaces what the reconciler remembers about `vm`.
-    pub(crate) fn set_memory(&self, vm: &str, memory: super::reconcile::VmMemory) {
+    pub(crate) fn set_memory(&self, vm: &str, memory: fleet::reconcile::VmMemory) {
         self.lock().memory.insert(vm.to_string(), memory);
     }
 

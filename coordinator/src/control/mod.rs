@@ -17,11 +17,9 @@
 mod dispatch;
 mod live;
 pub(crate) mod r#loop;
-pub(crate) mod reconcile;
 pub(crate) mod session;
 #[cfg(test)]
 mod tests;
-mod views;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -34,12 +32,12 @@ use transport::RemoteError;
 
 use self::dispatch::{Origin, Outbox};
 use self::live::Live;
-use self::reconcile::status::ResultMeta;
-use self::reconcile::{Clock, Policy, VmMemory};
 use crate::config::ControlConfig;
-use crate::scheduler::HostView;
-use crate::state::FleetState;
 use crate::tokens::Now;
+use fleet::reconcile::status::ResultMeta;
+use fleet::reconcile::{Clock, Policy, VmMemory};
+use fleet::scheduler::HostView;
+use fleet::state::FleetState;
 
 /// What the leader knows live about a host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,7 +249,7 @@ impl Control {
     /// Every host as the scheduler sees it: replicated facts, committed usage of the VMs
     /// placed on it.
     pub(crate) fn host_views(&self, state: &FleetState) -> Vec<HostView> {
-        views::host_views(state)
+        fleet::views::host_views(state)
     }
 }
 

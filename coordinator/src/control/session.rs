@@ -17,8 +17,8 @@ use protocol::spec::Labels;
 
 use super::dispatch::Origin;
 use super::live::BeatRecord;
-use super::reconcile::status::ResultMeta;
 use super::{Arrived, Control};
+use fleet::reconcile::status::ResultMeta;
 
 /// Storage sizes within this many bytes of the recorded ones are not a change of facts.
 pub(crate) const FACTS_SIZE_SLACK: u64 = 1024 * 1024 * 1024;

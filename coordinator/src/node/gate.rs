@@ -8,7 +8,7 @@ use protocol::Role;
 use raft::store::MachineHandle;
 use transport::{Gate, PeerIdentity};
 
-use crate::state::FleetState;
+use crate::machine::FleetMachine;
 
 /// Whether `peer` may still connect, given whether its node id is revoked.
 pub(crate) fn decide(peer: &PeerIdentity, revoked: bool) -> Result<(), String> {
@@ -22,10 +22,10 @@ pub(crate) fn decide(peer: &PeerIdentity, revoked: bool) -> Result<(), String> {
 }
 
 /// The gate over this member's applied state.
-pub(crate) fn gate(machine: MachineHandle<FleetState>) -> Gate {
+pub(crate) fn gate(machine: MachineHandle<FleetMachine>) -> Gate {
     Arc::new(move |peer: &PeerIdentity| {
         let revoked = machine
-            .read(|s| s.is_node_revoked(peer.node_id))
+            .read(|m| m.0.is_node_revoked(peer.node_id))
             .map_err(|e| format!("cannot check the peer against the fleet state: {e}"))?;
         decide(peer, revoked)
     })

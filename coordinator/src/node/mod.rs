@@ -41,8 +41,9 @@ use crate::error::CoordinatorError;
 use crate::forward::{Forwarder, Target};
 use crate::http::HttpServer;
 use crate::http::metrics::Metrics;
+use crate::machine::FleetMachine;
 use crate::service::{Ctx, admin, agent};
-use crate::state::FleetState;
+use fleet::state::FleetState;
 
 /// Bound on the teardown steps that wait for others (calls in flight, HTTP requests).
 const TEARDOWN_WAIT: Duration = Duration::from_secs(30);
@@ -123,7 +124,7 @@ impl CoordinatorNode {
         let ca = node_dir.load_ca().map_err(load)?;
         let raft_config = raft_setup::raft_config(config.snapshot_logs)?;
         let (log_store, sm_store) = raft_setup::open_store(&dir.join(RAFT_DIR)).await?;
-        let machine: MachineHandle<FleetState> = sm_store.machine();
+        let machine: MachineHandle<FleetMachine> = sm_store.machine();
 
         let tcfg = raft_setup::transport_config();
         let forward_deadline = tcfg.call_timeout.saturating_sub(FORWARD_MARGIN);
@@ -265,7 +266,7 @@ impl RunningNode {
 
     /// Runs `f` on this member's applied fleet state (a stale read).
     pub fn read_state<T>(&self, f: impl FnOnce(&FleetState) -> T) -> Option<T> {
-        self.ctx.machine.read(f).ok()
+        self.ctx.machine.read(|m| f(&m.0)).ok()
     }
 
     /// Resolves with the ready line once the membership is settled (founder initialized, or

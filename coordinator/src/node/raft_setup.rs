@@ -10,7 +10,7 @@ use raft::store::{LogStore, StateMachineStore};
 use transport::TransportConfig;
 
 use crate::error::CoordinatorError;
-use crate::state::FleetState;
+use crate::machine::FleetMachine;
 
 /// How long opening waits for a previous run of this member to release sled's file lock.
 const STORE_LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -51,10 +51,10 @@ pub(crate) fn raft_config(snapshot_logs: Option<u64>) -> Result<Arc<Config>, Coo
 /// Opens the Raft store in `dir`, waiting (bounded) while a previous run still holds its lock.
 pub(crate) async fn open_store(
     dir: &Path,
-) -> Result<(LogStore, StateMachineStore<FleetState>), CoordinatorError> {
+) -> Result<(LogStore, StateMachineStore<FleetMachine>), CoordinatorError> {
     let deadline = tokio::time::Instant::now() + STORE_LOCK_WAIT;
     loop {
-        match raft::store::open(dir, FleetState::new()) {
+        match raft::store::open(dir, FleetMachine::default()) {
             Ok(store) => return Ok(store),
             // sled reports the lock as an I/O error; anything else it reports again at the
             // deadline.

@@ -8,7 +8,7 @@ use openraft::error::{
 use raft::{MemberNode, NodeId};
 use transport::RemoteError;
 
-use crate::state::{CommandReply, StateError};
+use fleet::state::{CommandReply, StateError};
 
 /// A refusal of the state machine. `Invalid` carries the spec error's own text (field, value,
 /// allowed values).

@@ -13,8 +13,8 @@ use transport::RemoteError;
 
 use super::Ctx;
 use super::errors::{state_error, unexpected};
-use crate::state::{Command, CommandReply, StateError};
 use crate::tokens::{Now, refusal_error, token_record};
+use fleet::state::{Command, CommandReply, StateError};
 
 fn refused(e: &TokenError) -> RemoteError {
     RemoteError::unauthorized(e.to_string())

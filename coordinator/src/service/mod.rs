@@ -40,7 +40,8 @@ use transport::RemoteError;
 use crate::control::Control;
 use crate::forward::{Forwarder, Target};
 use crate::http::metrics::Metrics;
-use crate::state::FleetState;
+use crate::machine::FleetMachine;
+use fleet::state::FleetState;
 
 /// How long a call waits for a leader to be known before answering `Unavailable`: two of the
 /// longest election timeouts.
@@ -56,7 +57,7 @@ pub(crate) struct Ctx {
     /// The local Raft node.
     pub(crate) raft: Raft,
     /// The local state machine, for reads.
-    pub(crate) machine: MachineHandle<FleetState>,
+    pub(crate) machine: MachineHandle<FleetMachine>,
     /// Forwards to the leader.
     pub(crate) forwarder: Forwarder,
     /// The cluster CA (coordinators hold its key): issues joining nodes' certificates.
@@ -115,7 +116,7 @@ impl Ctx {
     /// Runs `f` on the local state, as applied so far.
     pub(crate) fn read_local<T>(&self, f: impl FnOnce(&FleetState) -> T) -> Result<T, RemoteError> {
         self.machine
-            .read(f)
+            .read(|m| f(&m.0))
             .map_err(|e| RemoteError::internal(format!("read the fleet state: {e}")))
     }
 

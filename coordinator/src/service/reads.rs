@@ -9,7 +9,7 @@ use protocol::admin::{
 use protocol::fleet::{FleetView, StoredToken, VmRecord};
 use transport::RemoteError;
 
-use crate::state::FleetState;
+use fleet::state::FleetState;
 
 pub(crate) fn member_list(s: &FleetState, _: &MemberList) -> Result<MemberListReply, RemoteError> {
     Ok(MemberListReply {
@@ -91,7 +91,7 @@ mod tests {
     use transport::RemoteCode;
 
     use super::*;
-    use crate::state::Command;
+    use fleet::state::Command;
 
     fn state_with_a_member() -> FleetState {
         let mut s = FleetState::new();

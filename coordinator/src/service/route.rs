@@ -11,7 +11,7 @@ use transport::{Caller, RemoteError, Rpc, TransportError};
 use super::Ctx;
 use super::errors::{is_not_leader, read_error, state_error, write_error};
 use crate::forward::ForwardError;
-use crate::state::{Command, CommandReply, StateError, decode_reply, encode_command};
+use fleet::state::{Command, CommandReply, StateError, decode_reply, encode_command};
 
 /// How many times a request is re-routed after the leader changed under it.
 const ROUTE_ATTEMPTS: usize = 4;

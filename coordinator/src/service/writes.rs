@@ -14,7 +14,7 @@ use protocol::spec::{
 use transport::{RemoteError, Rpc};
 
 use super::errors::unexpected;
-use crate::state::{Command, CommandReply};
+use fleet::state::{Command, CommandReply};
 
 fn invalid(e: SpecError) -> RemoteError {
     RemoteError::bad_request(e.to_string())

@@ -23,7 +23,7 @@ use crate::cli::output::human::span;
 use crate::cli::output::progress::{Progress, WaitGoal};
 use crate::cli::output::{Applied, ApplyReport};
 use crate::client::{AdminClient, ClientError};
-use crate::state::{SpecFileError, parse_fleet_file};
+use protocol::spec::{SpecFileError, parse_fleet_file};
 
 /// How often `--wait` reads the VMs.
 const POLL: Duration = Duration::from_secs(1);

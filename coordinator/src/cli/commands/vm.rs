@@ -23,7 +23,7 @@ use crate::cli::output::progress::WaitGoal;
 use crate::cli::output::{Deleted, SnapshotChanged};
 use crate::client::AdminClient;
 use crate::service::ops::{RESTART_WAIT, SNAPSHOT_CHANGE_WAIT, SNAPSHOT_LIST_WAIT};
-use crate::state::parse_vm_file;
+use protocol::spec::parse_vm_file;
 
 /// Added to the leader's wait for the CLI's own deadline: routing, retries, the reply.
 const LONG_CALL_MARGIN: Duration = Duration::from_secs(30);

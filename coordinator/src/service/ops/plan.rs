@@ -10,8 +10,8 @@ use protocol::fleet::{UnixMillis, VmRecord};
 use protocol::spec::{DesiredState, VmSpec};
 use transport::{RemoteCode, RemoteError};
 
-use crate::scheduler::{self, HostVerdict, HostView, Verdict};
-use crate::state::{Command, FleetState};
+use fleet::scheduler::{self, HostVerdict, HostView, Verdict};
+use fleet::state::{Command, FleetState};
 
 /// Longest snapshot name PVE accepts.
 const SNAPSHOT_NAME_MAX: usize = 40;

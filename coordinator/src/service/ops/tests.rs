@@ -7,8 +7,8 @@ use protocol::spec::{DesiredState, VmSpec, VmidRangeSpec};
 use transport::{RemoteCode, RemoteError};
 
 use super::plan::{self, Placed, PowerPlan};
-use crate::scheduler::{HostUsage, HostView};
-use crate::state::{Command, CommandReply, FleetState};
+use fleet::scheduler::{HostUsage, HostView};
+use fleet::state::{Command, CommandReply, FleetState};
 
 fn apply(s: &mut FleetState, index: u64, cmd: Command) -> CommandReply {
     let reply = s.apply(index, cmd);

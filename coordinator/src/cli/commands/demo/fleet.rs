@@ -12,7 +12,7 @@ use super::error::DemoError;
 use crate::cli::commands::apply::{read_fleet_file, refused};
 use crate::cli::exit::CliError;
 use crate::client::AdminClient;
-use crate::state::parse_fleet_file;
+use protocol::spec::parse_fleet_file;
 
 /// The example fleet shipped in `examples/fleet.toml`, built into the binary so the demo needs
 /// no checkout.

@@ -16,28 +16,28 @@ use super::{Action, Backoff, Clock, VmMemory};
 
 /// Which command a result answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ResultMeta {
+pub struct ResultMeta {
     /// The VM.
-    pub(crate) vm: String,
+    pub vm: String,
     /// The host that ran it.
-    pub(crate) host: NodeId,
+    pub host: NodeId,
     /// `Op::kind` (`ensure`, `delete`).
-    pub(crate) kind: &'static str,
+    pub kind: &'static str,
     /// The generation it was made for.
-    pub(crate) generation: u64,
+    pub generation: u64,
 }
 
 /// What to do about a result, and the VM's memory after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Reaction {
+pub struct Reaction {
     /// Actions, in order.
-    pub(crate) actions: Vec<Action>,
+    pub actions: Vec<Action>,
     /// The VM's memory from now on.
-    pub(crate) memory: VmMemory,
+    pub memory: VmMemory,
 }
 
 /// The reaction to the result of a reconciler command for `rec` (`None`: the record is gone).
-pub(crate) fn on_result(
+pub fn on_result(
     rec: Option<&VmRecord>,
     host_name: &str,
     meta: &ResultMeta,
@@ -198,7 +198,7 @@ fn observed(
 }
 
 /// The status an observation shows.
-pub(crate) fn observed_status(
+pub fn observed_status(
     rec: &VmRecord,
     host_name: &str,
     obs: &VmObservation,
@@ -300,7 +300,7 @@ pub(crate) fn observed_status(
 }
 
 /// Whether two statuses say the same, the times they were recorded aside.
-pub(crate) fn same_status(a: &VmStatus, b: &VmStatus) -> bool {
+pub fn same_status(a: &VmStatus, b: &VmStatus) -> bool {
     let strip = |s: &VmStatus| VmStatus {
         updated_at: 0,
         conditions: s
@@ -317,7 +317,7 @@ pub(crate) fn same_status(a: &VmStatus, b: &VmStatus) -> bool {
 }
 
 /// The status and warning after an allocation (VMID or addresses) was refused.
-pub(crate) fn allocation_failed(rec: &VmRecord, reason: &str, now: Clock) -> Vec<Action> {
+pub fn allocation_failed(rec: &VmRecord, reason: &str, now: Clock) -> Vec<Action> {
     let mut out = Vec::new();
     failed(
         rec,

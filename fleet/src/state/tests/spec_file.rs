@@ -3,9 +3,9 @@
 
 use protocol::spec::{CloneMode, DesiredState, NicIp, NicModel, RestartPolicy};
 
-use crate::state::{
-    Command, SpecFileError, decode_command, encode_command, parse_fleet_file, parse_vm_file,
-};
+use protocol::spec::{SpecFileError, parse_fleet_file, parse_vm_file};
+
+use crate::state::{Command, decode_command, encode_command};
 
 const TWO_VMS: &str = r##"
 [[vm]]

@@ -7,8 +7,8 @@ use protocol::fleet::{EventLevel, HostState, NicAddress, VmPhase, VmStatus};
 use protocol::spec::DesiredState;
 
 use super::*;
-use crate::control::reconcile::status::observed_status;
-use crate::control::reconcile::{Action, Backoff, InflightCommand, plan};
+use crate::reconcile::status::observed_status;
+use crate::reconcile::{Action, Backoff, InflightCommand, plan};
 
 fn run(fleet: &Fleet, live: &LiveView, inflight: &Inflight, now: Clock) -> Vec<Action> {
     plan(&fleet.state, live, inflight, &POLICY, now)

@@ -8,9 +8,9 @@ use protocol::fleet::{
 };
 
 use super::{Action, Clock, LiveView, Policy};
-use crate::control::views::{add_usage, host_views, take_storage};
 use crate::scheduler::{self, HostView};
 use crate::state::FleetState;
+use crate::views::{add_usage, host_views, take_storage};
 
 /// The hosts of one tick, updated as VMs are placed.
 pub(super) struct Placer<'a> {

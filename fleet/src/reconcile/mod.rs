@@ -17,7 +17,7 @@
 mod delete;
 mod ensure;
 mod place;
-pub(crate) mod status;
+pub mod status;
 
 #[cfg(test)]
 mod tests;
@@ -32,53 +32,53 @@ use protocol::fleet::{EventKind, EventLevel, UnixMillis, VmStatus};
 use crate::state::{Command, FleetState};
 
 /// The first retry of a failed command waits this long; each further failure doubles it.
-pub(crate) const BACKOFF_FIRST_MS: u64 = 2_000;
+pub const BACKOFF_FIRST_MS: u64 = 2_000;
 /// The longest wait between retries.
-pub(crate) const BACKOFF_MAX_MS: u64 = 60_000;
+pub const BACKOFF_MAX_MS: u64 = 60_000;
 
 /// Now, on both clocks the control plane uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Clock {
+pub struct Clock {
     /// Monotonic milliseconds of the control plane (soft-state timing).
-    pub(crate) mono_ms: u64,
+    pub mono_ms: u64,
     /// Wall-clock Unix milliseconds (written into commands and statuses).
-    pub(crate) unix_ms: UnixMillis,
+    pub unix_ms: UnixMillis,
 }
 
 /// The reconciler's knobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Policy {
+pub struct Policy {
     /// A host counts as reporting for this long after its last beat.
-    pub(crate) lease_ms: u64,
+    pub lease_ms: u64,
     /// An Ensure is re-sent to a VM that looks in order after this long.
-    pub(crate) resync_ms: u64,
+    pub resync_ms: u64,
     /// `EnsureVm::ip_wait_secs`.
-    pub(crate) ip_wait_secs: u32,
+    pub ip_wait_secs: u32,
 }
 
 /// The live view of the hosts the plan reads.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct LiveView {
+pub struct LiveView {
     /// When this member started leading (control-plane milliseconds).
-    pub(crate) leading_since_ms: u64,
+    pub leading_since_ms: u64,
     /// Hosts heard from since then.
-    pub(crate) hosts: BTreeMap<NodeId, LiveHost>,
+    pub hosts: BTreeMap<NodeId, LiveHost>,
 }
 
 /// One host's beats.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct LiveHost {
+pub struct LiveHost {
     /// When it last beat.
-    pub(crate) last_beat_ms: u64,
+    pub last_beat_ms: u64,
     /// When its last inventory arrived (`None`: none yet for this boot).
-    pub(crate) inventory_ms: Option<u64>,
+    pub inventory_ms: Option<u64>,
     /// The VMs of that inventory by VMID.
-    pub(crate) vms: Arc<BTreeMap<u32, ObservedVm>>,
+    pub vms: Arc<BTreeMap<u32, ObservedVm>>,
 }
 
 impl LiveView {
     /// Whether `host` beat within the lease.
-    pub(crate) fn is_reporting(&self, host: NodeId, policy: &Policy, now: Clock) -> bool {
+    pub fn is_reporting(&self, host: NodeId, policy: &Policy, now: Clock) -> bool {
         self.hosts
             .get(&host)
             .is_some_and(|h| now.mono_ms.saturating_sub(h.last_beat_ms) <= policy.lease_ms)
@@ -86,7 +86,7 @@ impl LiveView {
 
     /// Whether `host` is known to be silent: this member has led for a whole lease without a
     /// beat within the lease from it (just after an election, silence proves nothing).
-    pub(crate) fn is_silent(&self, host: NodeId, policy: &Policy, now: Clock) -> bool {
+    pub fn is_silent(&self, host: NodeId, policy: &Policy, now: Clock) -> bool {
         let led_a_lease = now.mono_ms.saturating_sub(self.leading_since_ms) > policy.lease_ms;
         led_a_lease && !self.is_reporting(host, policy, now)
     }
@@ -94,31 +94,31 @@ impl LiveView {
 
 /// A command in flight for a VM.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct InflightCommand {
+pub struct InflightCommand {
     /// Its id.
-    pub(crate) id: String,
+    pub id: String,
     /// `Op::kind`.
-    pub(crate) kind: &'static str,
+    pub kind: &'static str,
     /// The host it went to.
-    pub(crate) host: NodeId,
+    pub host: NodeId,
     /// The generation it was made for.
-    pub(crate) generation: u64,
+    pub generation: u64,
 }
 
 /// A failed attempt's back-off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Backoff {
+pub struct Backoff {
     /// The generation that failed (a new generation retries at once).
-    pub(crate) generation: u64,
+    pub generation: u64,
     /// Failures in a row.
-    pub(crate) attempts: u32,
+    pub attempts: u32,
     /// No retry before this instant (control-plane milliseconds).
-    pub(crate) retry_at_ms: u64,
+    pub retry_at_ms: u64,
 }
 
 impl Backoff {
     /// The back-off after one more failure of `generation` at `now_ms`.
-    pub(crate) fn after(previous: Option<Backoff>, generation: u64, now_ms: u64) -> Backoff {
+    pub fn after(previous: Option<Backoff>, generation: u64, now_ms: u64) -> Backoff {
         let attempts = previous
             .filter(|b| b.generation == generation)
             .map_or(1, |b| b.attempts.saturating_add(1));
@@ -134,31 +134,31 @@ impl Backoff {
     }
 
     /// Whether it still holds off `generation` at `now_ms`.
-    pub(crate) fn holds(&self, generation: u64, now_ms: u64) -> bool {
+    pub fn holds(&self, generation: u64, now_ms: u64) -> bool {
         self.generation == generation && now_ms < self.retry_at_ms
     }
 }
 
 /// What the reconciler remembers about a VM between ticks (soft state, lost with leadership).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct VmMemory {
+pub struct VmMemory {
     /// When the last Ensure was sent.
-    pub(crate) last_ensure_ms: Option<u64>,
+    pub last_ensure_ms: Option<u64>,
     /// When the last result of an Ensure or Delete arrived.
-    pub(crate) last_result_ms: Option<u64>,
+    pub last_result_ms: Option<u64>,
     /// The back-off after failures, if the last attempt failed.
-    pub(crate) backoff: Option<Backoff>,
+    pub backoff: Option<Backoff>,
     /// The VMID holds a VM the fleet does not own: no Ensure for this generation.
-    pub(crate) not_owned_generation: Option<u64>,
+    pub not_owned_generation: Option<u64>,
 }
 
 /// Commands in flight and the reconciler's memory, by VM name.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Inflight {
+pub struct Inflight {
     /// The oldest command in flight for each VM.
-    pub(crate) commands: BTreeMap<String, InflightCommand>,
+    pub commands: BTreeMap<String, InflightCommand>,
     /// What the reconciler remembers.
-    pub(crate) memory: BTreeMap<String, VmMemory>,
+    pub memory: BTreeMap<String, VmMemory>,
 }
 
 impl Inflight {
@@ -170,7 +170,7 @@ impl Inflight {
 /// One thing to do. Actions of one VM are applied in order; an action refused by the state
 /// machine stops the VM's remaining actions of that tick.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Action {
+pub enum Action {
     /// Place the VM (it has no host).
     Schedule {
         /// The VM.
@@ -229,7 +229,7 @@ pub(crate) enum Action {
 
 impl Action {
     /// The VM the action is about.
-    pub(crate) fn vm(&self) -> &str {
+    pub fn vm(&self) -> &str {
         match self {
             Action::Schedule { vm, .. }
             | Action::AllocateVmid { vm, .. }
@@ -243,7 +243,7 @@ impl Action {
     }
 
     /// The Raft command the action proposes at `now`; `None` for [`Action::Send`].
-    pub(crate) fn command(&self, now: UnixMillis) -> Option<Command> {
+    pub fn command(&self, now: UnixMillis) -> Option<Command> {
         let vm = self.vm().to_string();
         Some(match self {
             Action::Schedule { host, .. } => Command::ScheduleVm {
@@ -278,7 +278,7 @@ impl Action {
 }
 
 /// Everything to do now, VM by VM in name order (deterministic for the same inputs).
-pub(crate) fn plan(
+pub fn plan(
     state: &FleetState,
     live: &LiveView,
     inflight: &Inflight,

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use protocol::spec::{
+use super::{
     FleetSpecFile, SpecError, VmSpec, VmSpecFile, validate_ip_pool, validate_spec, validate_vip,
     validate_vmid_range,
 };

@@ -18,8 +18,6 @@ mod command;
 mod events;
 mod hosts;
 mod ips;
-mod machine;
-mod spec_file;
 mod tokens;
 mod vips;
 mod vmids;
@@ -42,7 +40,6 @@ pub use codec::{
 };
 pub use command::{Command, CommandReply, StateError};
 pub use events::EVENT_LOG_CAPACITY;
-pub use spec_file::{SpecFileError, parse_fleet_file, parse_vm_file};
 
 use events::EventLog;
 

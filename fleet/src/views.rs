@@ -14,7 +14,7 @@ use crate::state::FleetState;
 
 /// Every host that is not removed and has reported its facts, with the usage of the VMs
 /// placed on it (VMs being deleted included: they hold their resources until gone).
-pub(crate) fn host_views(state: &FleetState) -> Vec<HostView> {
+pub fn host_views(state: &FleetState) -> Vec<HostView> {
     let mut usage: BTreeMap<NodeId, HostUsage> = BTreeMap::new();
     for rec in state.vms().values() {
         if let Some(host) = rec.assignment.host {
@@ -59,14 +59,14 @@ pub(crate) fn host_views(state: &FleetState) -> Vec<HostView> {
 }
 
 /// Adds what `spec` commits to a host's usage.
-pub(crate) fn add_usage(usage: &mut HostUsage, spec: &VmSpec) {
+pub fn add_usage(usage: &mut HostUsage, spec: &VmSpec) {
     usage.vcpus += u64::from(spec.cores) * u64::from(spec.sockets);
     usage.memory_mib += spec.memory_mib;
     usage.vm_count += 1;
 }
 
 /// Takes the disks `spec` creates on named storages off the host's free space.
-pub(crate) fn take_storage(view: &mut HostView, spec: &VmSpec) {
+pub fn take_storage(view: &mut HostView, spec: &VmSpec) {
     const GIB: u64 = 1024 * 1024 * 1024;
     for disk in &spec.disks {
         let Some(id) = &disk.storage else { continue };

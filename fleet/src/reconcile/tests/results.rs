@@ -7,8 +7,8 @@ use protocol::fleet::{ConditionKind, EventLevel, VmPhase, VmStatus};
 use protocol::spec::{DesiredState, NicIp};
 
 use super::*;
-use crate::control::reconcile::status::{ResultMeta, allocation_failed, on_result, same_status};
-use crate::control::reconcile::{Action, BACKOFF_MAX_MS, Backoff, plan};
+use crate::reconcile::status::{ResultMeta, allocation_failed, on_result, same_status};
+use crate::reconcile::{Action, BACKOFF_MAX_MS, Backoff, plan};
 
 fn meta(kind: &'static str) -> ResultMeta {
     ResultMeta {

@@ -1,0 +1,28 @@
+//! The pure core of pvefleet: what the coordinators replicate and what the leader decides,
+//! with no runtime underneath. Every function here is a function of its inputs: no tokio, no
+//! I/O, no clock (time comes in as values), no randomness. The coordinator crate is the
+//! runtime around it, as openraft separates its engine from its runtime.
+//!
+//! ```text
+//!            Command (bytes in the Raft log)
+//!  coordinator ──────────────▶ state::FleetState::apply ──▶ CommandReply
+//!      │                               │ read
+//!      │ live view, inflight, clock    ▼
+//!      └──────────────────▶ reconcile::plan ──▶ Vec<Action> ──▶ coordinator (effects)
+//!                                   │ place
+//!                                   ▼
+//!                      scheduler::schedule (filters, TOPSIS, explanation)
+//!                                   ▲
+//!                      views::host_views (state + live usage → HostView)
+//! ```
+//!
+//! - [`state`]: the replicated state machine: [`state::FleetState`], the [`state::Command`]s
+//!   that change it, their encoding in the log and in snapshots.
+//! - [`scheduler`]: where a VM may run and where it should (PVE's static-scheduler criteria).
+//! - [`reconcile`]: what to do next for every VM, and what an agent's result means.
+//! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
+
+pub mod reconcile;
+pub mod scheduler;
+pub mod state;
+pub mod views;
