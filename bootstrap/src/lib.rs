@@ -6,6 +6,7 @@
 //!  pvefleet token create ──▶ TokenRecord (replicated, hashed) + JoinToken text (printed once)
 //!  joining node: JoinToken::parse ─ pins CA sha256 ─▶ JoinRequest{token, CSR} ──▶ coordinator
 //!  coordinator: token_record::verify(record, token, our CA, now) ──▶ ClusterCa::issue(CSR, role, id)
+//!  pvefleet CLI, lab, tests ──▶ CliConfig (pvefleet.toml: CA, admin certificate, members)
 //! ```
 //!
 //! Everything here is synchronous and, apart from key generation and the file writes in
@@ -13,6 +14,7 @@
 
 pub mod ca;
 pub mod cert;
+pub mod cli_config;
 pub mod cluster_config;
 pub mod error;
 pub mod init;
@@ -25,6 +27,7 @@ pub mod token_record;
 
 pub use ca::ClusterCa;
 pub use cert::{CertIdentity, cert_identity, certificate_sha256, needs_renewal};
+pub use cli_config::{CONFIG_ENV, CONFIG_FILE_NAME, CliConfig, ConfigError, CoordinatorAddr};
 pub use cluster_config::{ClusterConfig, MemberAddr};
 pub use error::BootstrapError;
 pub use init::{InitOutcome, init};

@@ -6,7 +6,7 @@
 //! ```
 
 pub mod cli;
-pub mod client;
+
 pub mod config;
 mod control;
 pub mod error;

@@ -1,47 +1,11 @@
 //! Join tokens between the two crates that model them: `bootstrap::TokenRecord` counts time in
 //! unix SECONDS (certificates do), the replicated `protocol::fleet::StoredToken` in unix
-//! MILLISECONDS (every time in the fleet model does). This file is the only place where one
-//! becomes the other, and where the clock is read for both.
-
-use std::time::{SystemTime, UNIX_EPOCH};
+//! MILLISECONDS (every time in the fleet model does). This file is where a token record
+//! becomes the other (the units' conversions are in `protocol::time`).
 
 use bootstrap::{TokenError, TokenRecord};
-use protocol::fleet::{StoredToken, TokenRefusal, UnixMillis};
-
-const MILLIS_PER_SECOND: u64 = 1000;
-
-/// Unix seconds as milliseconds (saturating far in the future).
-pub fn secs_to_millis(secs: u64) -> UnixMillis {
-    secs.saturating_mul(MILLIS_PER_SECOND)
-}
-
-/// Unix milliseconds as whole seconds, rounded down.
-pub fn millis_to_secs(millis: UnixMillis) -> u64 {
-    millis / MILLIS_PER_SECOND
-}
-
-/// The wall clock now, in unix milliseconds, and the same instant in unix seconds. The leader
-/// reads it before proposing; applying a command never does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Now {
-    /// Milliseconds since the epoch.
-    pub millis: UnixMillis,
-}
-
-impl Now {
-    /// The current time (the epoch if the clock is set before it).
-    pub fn read() -> Now {
-        let millis = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        Now { millis }
-    }
-
-    /// The same instant in whole seconds.
-    pub fn secs(self) -> u64 {
-        millis_to_secs(self.millis)
-    }
-}
+use protocol::fleet::{StoredToken, TokenRefusal};
+use protocol::time::{MILLIS_PER_SECOND, millis_to_secs, secs_to_millis};
 
 /// The record bootstrap made, as the replicated state stores it.
 pub fn stored_token(record: &TokenRecord) -> StoredToken {
@@ -133,15 +97,6 @@ mod tests {
         assert_eq!(token_record(&stored).expires_at, NOW_SECS + 3600 + 1);
         stored.created_at += 999;
         assert_eq!(token_record(&stored).created_at, NOW_SECS);
-    }
-
-    #[test]
-    fn now_in_seconds_is_now_in_milliseconds_rounded_down() {
-        let now = Now {
-            millis: 1_800_000_000_999,
-        };
-        assert_eq!(now.secs(), 1_800_000_000);
-        assert!(Now::read().millis > secs_to_millis(1_700_000_000));
     }
 
     #[test]

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use bootstrap::cli_config::CoordinatorAddr;
 use cli_support::{FakeMember, Pki, bounded};
-use coordinator::cli::config::CoordinatorAddr;
+use client::{AdminClient, ClientError};
 use coordinator::cli::exit::{ExitStatus, client_status};
-use coordinator::client::{AdminClient, ClientError};
 use protocol::admin::{ClusterStatus, ClusterStatusReply, VmGet};
 use protocol::fleet::VmRecord;
 use transport::{RemoteError, Router, Service};

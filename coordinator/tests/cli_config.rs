@@ -8,10 +8,10 @@ mod cli_support;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use bootstrap::cli_config::{CliConfig, ConfigError, CoordinatorAddr};
 use cli_support::Pki;
-use coordinator::cli::config::{CliConfig, ConfigError, CoordinatorAddr};
+use client::{AdminClient, ClientError};
 use coordinator::cli::exit::{ExitStatus, client_status};
-use coordinator::client::{AdminClient, ClientError};
 
 const GOOD: &str = r#"
 ca = "ca.pem"

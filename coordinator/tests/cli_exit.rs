@@ -7,11 +7,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use bootstrap::cli_config::{ConfigError, CoordinatorAddr};
 use clap::Parser;
-use coordinator::cli::config::{ConfigError, CoordinatorAddr};
+use client::{AttemptFailure, ClientError};
 use coordinator::cli::exit::{CliError, ExitStatus, client_status};
 use coordinator::cli::{Cli, run};
-use coordinator::client::{AttemptFailure, ClientError};
 use transport::TransportError;
 
 #[test]

@@ -11,12 +11,12 @@ mod daemon_support;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bootstrap::cli_config::CliConfig;
 use bootstrap::paths::{read_public, read_secret, write_public};
 use bootstrap::{CertIdentity, NodeDir, NodeKey, cert_identity};
 use clap::Parser;
-use coordinator::cli::config::CliConfig;
+use client::{AdminClient, ClientError};
 use coordinator::cli::{Cli, run};
-use coordinator::client::{AdminClient, ClientError};
 use daemon_support::{Cluster, bounded, eventually};
 use protocol::Role;
 use protocol::admin::{ApplyOutcome, ClusterStatus, ReadMode, VmidRangeApply, VmidRangeList};

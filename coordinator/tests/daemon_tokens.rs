@@ -14,11 +14,11 @@ use bootstrap::{NodeDir, prepare_join};
 use coordinator::config::{MembershipStage, NodeSettings, RunConfig};
 use coordinator::error::CoordinatorError;
 use coordinator::node::CoordinatorNode;
-use coordinator::tokens::Now;
 use daemon_support::{Cluster, bounded, eventually};
 use protocol::Role;
 use protocol::admin::{ReadMode, TokenCreate, TokenList, TokenRevoke};
 use protocol::join::JoinResponse;
+use protocol::time::Now;
 use transport::{Endpoint, RemoteCode, TransportConfig, TransportError};
 
 /// Sends a join request with `token` straight to the founder's Join service, pinning the

@@ -12,6 +12,7 @@ pub mod identity;
 pub mod join;
 pub mod rpc;
 pub mod spec;
+pub mod time;
 
 pub use identity::{NodeId, Role};
 pub use rpc::Rpc;

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coordinator::cli::config::CliConfig;
-use coordinator::client::AdminClient;
+use bootstrap::cli_config::CliConfig;
+use client::AdminClient;
 use protocol::admin::{AllocateIp, PoolApply, ReadMode, VmidRangeList};
 use protocol::spec::IpPoolSpec;
 use pvefleet_tests::coord_cluster::Cluster;

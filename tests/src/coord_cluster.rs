@@ -258,7 +258,7 @@ impl Cluster {
     /// Point the CLI at every member (as an operator would after growing the cluster), so it
     /// can reach the cluster whichever member is down.
     pub fn write_cli_config(&self) {
-        use coordinator::cli::config::{CliConfig, CoordinatorAddr};
+        use bootstrap::cli_config::{CliConfig, CoordinatorAddr};
         let founder = &self.members[0].dir;
         let all = self
             .members

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use coordinator::cli::config::{CliConfig, CoordinatorAddr};
-use coordinator::client::AdminClient;
+use bootstrap::cli_config::{CliConfig, CoordinatorAddr};
+use client::AdminClient;
 use protocol::admin::{
     AllocateIp, AllocateVmid, PoolApply, PoolList, ReadMode, VmApply, VmList, VmidRangeApply,
 };

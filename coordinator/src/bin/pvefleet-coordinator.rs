@@ -12,7 +12,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use coordinator::cli::output::human::timestamp;
 use coordinator::config::file::{DEFAULT_CONFIG_PATH, http_address};
 use coordinator::config::{
     ControlConfig, CoordinatorConfig, DEFAULT_RECONCILE_TICK, DEFAULT_RENEW_CHECK, NodeSettings,
@@ -25,7 +24,8 @@ use coordinator::setup::{
     AdminCertOptions, DEFAULT_ADMIN_ID, InitOptions, JoinOptions, init_cluster, issue_admin_cert,
     join_cluster, start_command,
 };
-use coordinator::tokens::{Now, secs_to_millis};
+use protocol::time::timestamp;
+use protocol::time::{Now, secs_to_millis};
 use tokio_util::sync::CancellationToken;
 
 const BIN: &str = "pvefleet-coordinator";

@@ -5,8 +5,8 @@
 
 use std::process::ExitCode;
 
+use bootstrap::cli_config::CONFIG_ENV;
 use clap::{CommandFactory, Parser};
-use coordinator::cli::config::CONFIG_ENV;
 use coordinator::cli::{self, Cli, ExitStatus};
 use coordinator::generate::{self, ManExtras};
 

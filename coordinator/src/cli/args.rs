@@ -7,9 +7,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use protocol::{NodeId, Role};
 
-use crate::cli::config::CONFIG_ENV;
 use crate::cli::output::OutputFormat;
 use crate::generate::Generate;
+use bootstrap::cli_config::CONFIG_ENV;
 
 /// Operate a pvefleet cluster: members, join tokens, VMs and the resources they use.
 #[derive(Debug, Clone, PartialEq, Eq, Parser)]

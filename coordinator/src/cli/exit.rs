@@ -11,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::config::ConfigError;
-use crate::client::ClientError;
+use bootstrap::cli_config::ConfigError;
+use client::ClientError;
 use protocol::spec::SpecFileError;
 
 /// A process exit status of `pvefleet`.

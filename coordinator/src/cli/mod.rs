@@ -10,7 +10,6 @@
 
 pub mod args;
 mod commands;
-pub mod config;
 pub mod exit;
 pub mod output;
 

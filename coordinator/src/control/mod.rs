@@ -33,11 +33,11 @@ use transport::RemoteError;
 use self::dispatch::{Origin, Outbox};
 use self::live::Live;
 use crate::config::ControlConfig;
-use crate::tokens::Now;
 use fleet::reconcile::status::ResultMeta;
 use fleet::reconcile::{Clock, Policy, VmMemory};
 use fleet::scheduler::HostView;
 use fleet::state::FleetState;
+use protocol::time::Now;
 
 /// What the leader knows live about a host.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,8 +17,8 @@ use transport::{RemoteCode, TransportError};
 use crate::config::{MembershipStage, NodeSettings};
 use crate::forward::{ForwardError, Target};
 use crate::service::Ctx;
-use crate::tokens::Now;
 use fleet::state::{Command, CommandReply};
+use protocol::time::Now;
 
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
 

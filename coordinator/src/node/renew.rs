@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use transport::{Endpoint, TlsMaterial, TransportError};
 
 use crate::service::Ctx;
-use crate::tokens::Now;
+use protocol::time::Now;
 
 /// The shortest pause between two checks, whatever the configuration says.
 const MIN_CHECK: Duration = Duration::from_secs(1);

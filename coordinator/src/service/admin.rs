@@ -20,8 +20,8 @@ use transport::{Caller, RemoteError, Router, Rpc, Service};
 
 use super::status::cluster_status;
 use super::{Ctx, reads, writes};
-use crate::tokens::Now;
 use fleet::state::{Command, CommandReply, FleetState};
+use protocol::time::Now;
 
 type ReadFn<R> = fn(&FleetState, &R) -> Result<<R as Rpc>::Response, RemoteError>;
 type BuildFn<R> = fn(&R, UnixMillis) -> Result<Command, RemoteError>;

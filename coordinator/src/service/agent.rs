@@ -21,8 +21,8 @@ use crate::control::r#loop::leading_term;
 use crate::control::session::{
     capacity_of, facts_changed, facts_of, needs_online, needs_registration,
 };
-use crate::tokens::Now;
 use fleet::state::Command;
+use protocol::time::Now;
 
 /// Registers `Heartbeat` on the Agent service.
 pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {

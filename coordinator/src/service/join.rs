@@ -13,8 +13,9 @@ use transport::RemoteError;
 
 use super::Ctx;
 use super::errors::{state_error, unexpected};
-use crate::tokens::{Now, refusal_error, token_record};
+use crate::tokens::{refusal_error, token_record};
 use fleet::state::{Command, CommandReply, StateError};
+use protocol::time::Now;
 
 fn refused(e: &TokenError) -> RemoteError {
     RemoteError::unauthorized(e.to_string())

@@ -16,8 +16,8 @@ use transport::{RemoteCode, RemoteError, TransportError};
 use super::Ctx;
 use super::errors::{is_not_leader, unexpected, write_error};
 use crate::forward::{ForwardError, Target};
-use crate::tokens::Now;
 use fleet::state::{Command, CommandReply};
+use protocol::time::Now;
 
 /// How long the leader waits for a new learner to catch up within one promote call (the
 /// caller retries; the transport's call deadline must not expire first).

@@ -35,8 +35,8 @@ use self::plan::{Placed, PowerPlan};
 use self::runs::Runs;
 use super::Ctx;
 use super::errors::unexpected;
-use crate::tokens::Now;
 use fleet::state::CommandReply;
+use protocol::time::Now;
 
 /// How long a restart lets the guest shut down before stopping it.
 pub(crate) const RESTART_SHUTDOWN_SECS: u32 = 60;

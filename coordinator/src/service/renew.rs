@@ -18,7 +18,7 @@ use transport::{Caller, PeerIdentity, RemoteError, Router, Rpc, Service};
 
 use super::Ctx;
 use crate::node::gate;
-use crate::tokens::Now;
+use protocol::time::Now;
 
 /// The services `renew` is served on: each certificate holder renews where it connects.
 const SERVICES: [Service; 2] = [Service::Admin, Service::Agent];

@@ -9,8 +9,9 @@ use protocol::admin::{TokenCreate, TokenCreateReply};
 use transport::{RemoteCode, RemoteError};
 
 use super::Ctx;
-use crate::tokens::{Now, stored_token};
+use crate::tokens::stored_token;
 use fleet::state::{Command, CommandReply};
+use protocol::time::Now;
 
 /// Ids are random (36^6): a clash with a stored id is refused by the state machine, and a new
 /// token is drawn.

@@ -14,8 +14,8 @@ use bootstrap::{NodeDir, NodeKey, cert_identity};
 use protocol::{NodeId, Role};
 use serde::Serialize;
 
-use crate::cli::config::CONFIG_FILE_NAME;
 use crate::error::CoordinatorError;
+use bootstrap::cli_config::CONFIG_FILE_NAME;
 
 /// The admin id `admin-cert` uses unless told otherwise: the one `init` made.
 pub const DEFAULT_ADMIN_ID: NodeId = FIRST_ADMIN_ID;
@@ -78,9 +78,9 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use crate::cli::config::CliConfig;
     use crate::setup::{InitOptions, init_cluster};
-    use crate::tokens::Now;
+    use bootstrap::cli_config::CliConfig;
+    use protocol::time::Now;
 
     #[test]
     fn admin_cert_replaces_the_admin_files_with_a_new_key_for_the_id_asked() {

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use bootstrap::{MemberAddr, NodeDir};
 use serde::Serialize;
 
-use crate::cli::config::{CONFIG_FILE_NAME, CliConfig, CoordinatorAddr};
 use crate::config::{MembershipStage, NodeSettings, check_dialable};
 use crate::error::CoordinatorError;
-use crate::tokens::Now;
+use bootstrap::cli_config::{CONFIG_FILE_NAME, CliConfig, CoordinatorAddr};
+use protocol::time::Now;
 
 /// The founder's node id.
 pub const FOUNDER_ID: u64 = 1;

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bootstrap::ca::DEFAULT_LEAF_VALIDITY;
+use bootstrap::cli_config::{CliConfig, CoordinatorAddr};
 use bootstrap::{NodeDir, NodeKey};
-use coordinator::cli::config::{CliConfig, CoordinatorAddr};
 use protocol::Role;
 use tokio_util::sync::CancellationToken;
 use transport::{Endpoint, Router, Server, Service, TlsMaterial, TransportConfig};

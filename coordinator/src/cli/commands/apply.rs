@@ -22,7 +22,7 @@ use crate::cli::exit::CliError;
 use crate::cli::output::human::span;
 use crate::cli::output::progress::{Progress, WaitGoal};
 use crate::cli::output::{Applied, ApplyReport};
-use crate::client::{AdminClient, ClientError};
+use client::{AdminClient, ClientError};
 use protocol::spec::{SpecFileError, parse_fleet_file};
 
 /// How often `--wait` reads the VMs.

@@ -11,7 +11,7 @@ use crate::cli::args::EventsArgs;
 use crate::cli::exit::CliError;
 use crate::cli::output::EventsPage;
 use crate::cli::output::follow::{dropped_note, event_line};
-use crate::client::ClientError;
+use client::ClientError;
 
 /// How often `--follow` asks for new events.
 const FOLLOW_POLL: Duration = Duration::from_millis(500);

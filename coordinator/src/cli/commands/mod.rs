@@ -24,10 +24,10 @@ use protocol::admin::{HostList, ReadMode};
 use protocol::fleet::UnixMillis;
 
 use crate::cli::args::{Cli, Command};
-use crate::cli::config::CliConfig;
 use crate::cli::exit::CliError;
 use crate::cli::output::{Context, OutputFormat, Render, render};
-use crate::client::AdminClient;
+use bootstrap::cli_config::CliConfig;
+use client::AdminClient;
 
 /// What a running command shares with the dispatcher.
 pub(crate) struct Session<'a> {

@@ -21,8 +21,8 @@ use crate::cli::args::{SnapshotCommand, VmApplyArgs, VmCommand};
 use crate::cli::exit::CliError;
 use crate::cli::output::progress::WaitGoal;
 use crate::cli::output::{Deleted, SnapshotChanged};
-use crate::client::AdminClient;
 use crate::service::ops::{RESTART_WAIT, SNAPSHOT_CHANGE_WAIT, SNAPSHOT_LIST_WAIT};
+use client::AdminClient;
 use protocol::spec::parse_vm_file;
 
 /// Added to the leader's wait for the CLI's own deadline: routing, retries, the reply.

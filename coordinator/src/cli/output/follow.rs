@@ -5,7 +5,7 @@
 use protocol::fleet::{Event, EventLevel};
 
 use super::OutputFormat;
-use super::human::timestamp;
+use protocol::time::timestamp;
 
 /// The line for `event`, newline-terminated.
 pub fn event_line(event: &Event, format: OutputFormat) -> Result<String, serde_json::Error> {

@@ -66,34 +66,6 @@ pub fn relative(now: UnixMillis, then: UnixMillis) -> String {
     }
 }
 
-/// A UTC timestamp, RFC 3339 to the second: `2025-03-01T12:00:00Z`.
-pub fn timestamp(millis: UnixMillis) -> String {
-    let secs = millis / 1000;
-    let (days, day_secs) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        day_secs / 3600,
-        day_secs % 3600 / 60,
-        day_secs % 60
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (H. Hinnant's `civil_from_days`, for
-/// non-negative day counts).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
-}
-
 /// `-` for a missing value, else its text.
 pub fn or_dash<T: ToString>(value: Option<T>) -> String {
     value.map_or_else(|| "-".to_string(), |v| v.to_string())
@@ -125,12 +97,5 @@ mod tests {
         assert_eq!(relative(10_000, 3_610_000), "in 60m");
         assert_eq!(relative(7_210_000, 10_000), "2h ago");
         assert_eq!(age(5, 10), "0s");
-    }
-
-    #[test]
-    fn timestamps_are_utc_rfc3339() {
-        assert_eq!(timestamp(0), "1970-01-01T00:00:00Z");
-        assert_eq!(timestamp(951_782_400_000), "2000-02-29T00:00:00Z");
-        assert_eq!(timestamp(1_740_830_405_999), "2025-03-01T12:00:05Z");
     }
 }

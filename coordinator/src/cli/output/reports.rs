@@ -9,8 +9,9 @@ use protocol::admin::ApplyOutcome;
 use protocol::fleet::UnixMillis;
 use serde::Serialize;
 
-use super::human::{relative, timestamp};
+use super::human::relative;
 use super::{Context, Render};
+use protocol::time::timestamp;
 
 /// What `vm|pool|range|vip apply -f FILE` did, entry by entry, in file order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

@@ -3,9 +3,10 @@
 use protocol::admin::{EventsReply, TokenCreateReply, TokenListReply};
 use protocol::fleet::{EventLevel, TokenView, UnixMillis};
 
-use super::human::{age, relative, timestamp};
+use super::human::{age, relative};
 use super::table::{Table, fields};
 use super::{Context, Render};
+use protocol::time::timestamp;
 
 /// Whether a token can still be used at `now`, in one word (the order of the state machine's
 /// own checks: revoked, expired, used up).

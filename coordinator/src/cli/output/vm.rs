@@ -5,9 +5,10 @@ use protocol::admin::VmListReply;
 use protocol::fleet::VmRecord;
 use protocol::spec::{DiskSpec, NicIp, NicSpec, Placement, TemplateSpec, VmSpec};
 
-use super::human::{age, gib, mib, or_dash, timestamp};
+use super::human::{age, gib, mib, or_dash};
 use super::table::{Table, fields};
 use super::{Context, Render};
+use protocol::time::timestamp;
 
 /// The phase shown for a VM: `deleting` as soon as the operator deleted it, else the agents'.
 pub(crate) fn phase(vm: &VmRecord) -> String {

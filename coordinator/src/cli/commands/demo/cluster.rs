@@ -14,8 +14,8 @@ use super::binaries::Binaries;
 use super::error::DemoError;
 use super::layout::{AgentConfig, Layout, free_loopback_addr};
 use super::process::{Process, Stopped, log_tail, run_step};
-use crate::cli::config::{CliConfig, CoordinatorAddr};
-use crate::client::AdminClient;
+use bootstrap::cli_config::{CliConfig, CoordinatorAddr};
+use client::AdminClient;
 
 /// How long a child may take to print its ready line.
 const READY_WAIT: Duration = Duration::from_secs(60);

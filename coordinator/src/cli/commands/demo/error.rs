@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::exit::CliError;
-use crate::client::ClientError;
+use client::ClientError;
 
 /// A failure of `pvefleet demo`.
 #[derive(Debug, thiserror::Error)]

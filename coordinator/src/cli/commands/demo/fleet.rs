@@ -11,7 +11,7 @@ use protocol::spec::{DesiredState, FleetSpecFile, VmSpec};
 use super::error::DemoError;
 use crate::cli::commands::apply::{read_fleet_file, refused};
 use crate::cli::exit::CliError;
-use crate::client::AdminClient;
+use client::AdminClient;
 use protocol::spec::parse_fleet_file;
 
 /// The example fleet shipped in `examples/fleet.toml`, built into the binary so the demo needs

@@ -1,28 +1,4 @@
-//! `AdminClient`: typed admin calls to a coordinator cluster, as the `pvefleet` CLI, the
-//! end-to-end tests and the benchmark make them.
-//!
-//! ```text
-//!  call(req) ─ round: members in order (last one that answered first, then configured/learned)
-//!      │   dial coordinator-<id>.pvefleet at addr on Service::Admin (mutual TLS); the next
-//!      │   member is dialed too if a handshake takes over 150 ms, and the first ready is used
-//!      │     ├─ reply ───────────────────────────────▶ Ok (remember this member)
-//!      │     ├─ NotLeader{leader: (id, addr)} ──────▶ new round, that member first, at once
-//!      │     ├─ Unavailable / unreachable / timeout ─▶ next member; after a full round, back
-//!      │     │                                         off (50 ms doubling to 1 s)
-//!      │     └─ BadRequest, NotFound, Conflict, ... ─▶ Err at once (the cluster decided)
-//!      └── deadline (`timeout`, default 10 s) ─────▶ Err(Unavailable) naming every failure
-//! ```
-//!
-//! A client made from a configuration renews its admin certificate before its first call when
-//! the certificate is due (see `renew`); an expired one is refused before any call.
-//!
-//! A request whose reply was lost (the member died mid-call) is sent again to the next member:
-//! admin writes are keyed by name (`vm apply` twice is `unchanged` the second time), but
-//! `AllocateIp` and `TokenCreate` may then take effect twice.
-
-mod error;
-mod policy;
-mod renew;
+//! [`AdminClient`]: connect to any member, follow the leader, retry within a deadline.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -36,13 +12,13 @@ use transport::{
     Connection, Endpoint, PeerIdentity, Rpc, Service, TlsMaterial, TransportConfig, TransportError,
 };
 
-pub use error::{AttemptFailure, ClientError};
-use policy::{Outcome, attempt_order, attempt_timeout, backoff, classify};
-use renew::{DueCertificate, RenewalError};
+use crate::error::{AttemptFailure, ClientError};
+use crate::policy::{Outcome, attempt_order, attempt_timeout, backoff, classify};
+use crate::renew::{self, DueCertificate, RenewalError};
 
-use crate::cli::config::{CliConfig, ConfigError, CoordinatorAddr};
-use crate::cli::output::human::timestamp;
-use crate::tokens::{Now, secs_to_millis};
+use bootstrap::cli_config::{CliConfig, ConfigError, CoordinatorAddr};
+use protocol::time::timestamp;
+use protocol::time::{Now, secs_to_millis};
 
 /// How long a call may take, retries included, unless [`AdminClient::with_timeout`] says
 /// otherwise.

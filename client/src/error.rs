@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use transport::TransportError;
 
-use crate::cli::config::{ConfigError, CoordinatorAddr};
+use bootstrap::cli_config::{ConfigError, CoordinatorAddr};
 
-/// Why an admin call failed. [`crate::cli::exit`] maps each variant to an exit code.
+/// Why an admin call failed. The `pvefleet` CLI maps each variant to an exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The configuration or the files it names could not be used.

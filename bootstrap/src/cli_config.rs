@@ -20,8 +20,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use bootstrap::paths::{read_public, read_secret, write_public};
-use bootstrap::{BootstrapError, NodeDir};
+use crate::paths::{read_public, read_secret, write_public};
+use crate::{BootstrapError, NodeDir};
 use protocol::NodeId;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use transport::{RemoteCode, TransportError};
 
-use super::ClientError;
-use crate::cli::config::CoordinatorAddr;
+use crate::error::ClientError;
+use bootstrap::cli_config::CoordinatorAddr;
 
 /// The first pause after a round in which no member answered; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);

@@ -19,10 +19,10 @@ use bootstrap::paths::write_public;
 use bootstrap::{BootstrapError, CertIdentity, JoinError, NodeKey, cert_identity};
 use transport::{TlsMaterial, TransportError};
 
-use super::ClientError;
-use crate::cli::config::CliConfig;
-use crate::cli::output::human::timestamp;
-use crate::tokens::secs_to_millis;
+use crate::error::ClientError;
+use bootstrap::cli_config::CliConfig;
+use protocol::time::secs_to_millis;
+use protocol::time::timestamp;
 
 /// Where a certificate stands at a moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
