@@ -5,8 +5,6 @@
 //!  pvefleet CLI ──admin RPC──▶ member ──forward──▶ leader ──Raft log──▶ state::FleetState::apply
 //! ```
 
-pub mod cli;
-
 pub mod config;
 mod control;
 pub mod error;

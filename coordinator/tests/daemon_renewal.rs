@@ -14,9 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bootstrap::cli_config::CliConfig;
 use bootstrap::paths::{read_public, read_secret, write_public};
 use bootstrap::{CertIdentity, NodeDir, NodeKey, cert_identity};
-use clap::Parser;
 use client::{AdminClient, ClientError};
-use coordinator::cli::{Cli, run};
 use daemon_support::{Cluster, bounded, eventually};
 use protocol::Role;
 use protocol::admin::{ApplyOutcome, ClusterStatus, ReadMode, VmidRangeApply, VmidRangeList};
@@ -264,25 +262,18 @@ async fn renew_issues_the_callers_own_identity_whatever_the_csr_asks_for() {
     cluster.stop_all().await;
 }
 
-/// Runs `pvefleet --config <config> cluster status -o json`; what it printed.
-async fn cli_status(config: &Path) -> String {
-    let argv = [
-        "pvefleet",
-        "--config",
-        config.to_str().unwrap(),
-        "--timeout",
-        "30",
-        "-o",
-        "json",
-        "cluster",
-        "status",
-    ];
-    let cli = Cli::try_parse_from(argv).unwrap();
-    let mut out = Vec::new();
-    bounded("cli", run(&cli, &mut out, now_secs() * 1000))
+/// `cluster status` through a client made from `config`, as `pvefleet` makes it: a client
+/// from a configuration renews a due admin certificate before its first call. The cluster id.
+async fn status_with(config: &Path) -> String {
+    let config = CliConfig::load(config).unwrap();
+    let client = AdminClient::from_config(&config)
+        .unwrap()
+        .with_timeout(Duration::from_secs(30));
+    let status = bounded("status", client.call(&ClusterStatus {}))
         .await
         .unwrap();
-    String::from_utf8(out).unwrap()
+    client.close().await;
+    status.cluster_id
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -297,12 +288,11 @@ async fn the_cli_renews_a_due_admin_certificate_with_a_member() {
         1,
         DUE,
     );
-    let printed = cli_status(&dir.join("pvefleet.toml")).await;
-    assert!(printed.contains("daemon-test"), "{printed}");
+    assert_eq!(status_with(&dir.join("pvefleet.toml")).await, "daemon-test");
     renewed(&node.admin_cert(), &old).await;
     assert!(same_key(&node.admin_key(), &node.admin_cert()));
     // And the renewed certificate is accepted on its own.
-    cli_status(&dir.join("pvefleet.toml")).await;
+    assert_eq!(status_with(&dir.join("pvefleet.toml")).await, "daemon-test");
     cluster.stop_all().await;
 }
 

@@ -13,9 +13,13 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use bootstrap::CliConfig;
+use client::AdminClient;
+use protocol::Role;
+use protocol::admin::TokenCreate;
+
 const BOUND: Duration = Duration::from_secs(60);
 const COORDINATOR: &str = env!("CARGO_BIN_EXE_pvefleet-coordinator");
-const CLI: &str = env!("CARGO_BIN_EXE_pvefleet");
 
 fn free_udp_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
@@ -213,27 +217,11 @@ fn ready_waits_for_the_settled_membership_and_the_watchdog_is_petted_meanwhile()
     let mut m1 = Proc::run(&m1_config);
     let ready: serde_json::Value = serde_json::from_str(&m1.line("m1")).unwrap();
     let via = ready["listen"].as_str().unwrap().to_string();
-    let token = ok(
-        Command::new(CLI)
-            .arg("--config")
-            .arg(m1_dir.join("pvefleet.toml"))
-            .args([
-                "--output",
-                "json",
-                "token",
-                "create",
-                "--role",
-                "coordinator",
-            ])
-            .output()
-            .unwrap(),
-        "token create",
-    );
-    let token: serde_json::Value = serde_json::from_str(&token).unwrap();
+    let token = coordinator_token(&m1_dir.join("pvefleet.toml"));
     let (m2_dir, m2_config) = write_config(tmp.path(), "m2");
     let join = ok(
         Command::new(COORDINATOR)
-            .args(["join", token["token"].as_str().unwrap(), &via, "--config"])
+            .args(["join", &token, &via, "--config"])
             .arg(&m2_config)
             .output()
             .unwrap(),
@@ -327,4 +315,23 @@ fn a_watchdog_meant_for_another_process_is_not_petted() {
         "{:?}",
         systemd.seen
     );
+}
+
+/// A coordinator join token, through the admin client `pvefleet token create` uses.
+fn coordinator_token(config: &Path) -> String {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = AdminClient::from_config(&CliConfig::load(config).unwrap()).unwrap();
+        let request = TokenCreate {
+            role: Role::Coordinator,
+            ttl_secs: None,
+            uses: None,
+        };
+        let reply = client.call(&request).await.unwrap();
+        client.close().await;
+        reply.token
+    })
 }

@@ -20,8 +20,9 @@ pub use cluster::{
 };
 pub use members::{MemberPromote, MemberPromoteReply};
 pub use ops::{
-    HostStatus, HostStatusEntry, HostStatusReply, PlacementScores, PlacementVerdict, VmExplain,
-    VmExplainReply, VmPower, VmPowerAction, VmPowerReply, VmSnapshot, VmSnapshotReply,
+    HostStatus, HostStatusEntry, HostStatusReply, PlacementScores, PlacementVerdict, RESTART_WAIT,
+    SNAPSHOT_CHANGE_WAIT, SNAPSHOT_LIST_WAIT, VmExplain, VmExplainReply, VmPower, VmPowerAction,
+    VmPowerReply, VmSnapshot, VmSnapshotReply,
 };
 pub use resources::{
     AllocateIp, AllocateIpReply, PoolApply, PoolDelete, PoolList, PoolListReply, VipApply,

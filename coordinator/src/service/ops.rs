@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::admin::{
-    HostStatusReply, VmExplain, VmExplainReply, VmPower, VmPowerAction, VmPowerReply, VmSnapshot,
-    VmSnapshotReply,
+    HostStatusReply, RESTART_WAIT, SNAPSHOT_CHANGE_WAIT, SNAPSHOT_LIST_WAIT, VmExplain,
+    VmExplainReply, VmPower, VmPowerAction, VmPowerReply, VmSnapshot, VmSnapshotReply,
 };
 use protocol::agent::{
     CommandFailure, CommandOutput, Op, PowerAction, PowerOp, SnapshotAction, SnapshotOp,
@@ -40,12 +40,6 @@ use protocol::time::Now;
 
 /// How long a restart lets the guest shut down before stopping it.
 pub(crate) const RESTART_SHUTDOWN_SECS: u32 = 60;
-/// How long the leader waits for a restart's result.
-pub(crate) const RESTART_WAIT: Duration = Duration::from_secs(120);
-/// How long the leader waits for a snapshot listing.
-pub(crate) const SNAPSHOT_LIST_WAIT: Duration = Duration::from_secs(30);
-/// How long the leader waits for a snapshot change (a snapshot with RAM writes it all out).
-pub(crate) const SNAPSHOT_CHANGE_WAIT: Duration = Duration::from_secs(300);
 
 type RunResult = Result<Result<CommandOutput, CommandFailure>, RemoteError>;
 

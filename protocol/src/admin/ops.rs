@@ -1,11 +1,23 @@
 //! Admin requests that act on running VMs or explain decisions: placement explanations, power
 //! actions, snapshots, and the live view of hosts.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{SnapshotAction, SnapshotInfo};
 use crate::identity::NodeId;
 use crate::rpc::Rpc;
+
+// How long the leader waits for an agent's answer to a one-shot command. The CLI adds its own
+// margin on top for routing and retries, so both sides read these.
+
+/// How long the leader waits for a restart's result.
+pub const RESTART_WAIT: Duration = Duration::from_secs(120);
+/// How long the leader waits for a snapshot listing.
+pub const SNAPSHOT_LIST_WAIT: Duration = Duration::from_secs(30);
+/// How long the leader waits for a snapshot change (a snapshot with RAM writes it all out).
+pub const SNAPSHOT_CHANGE_WAIT: Duration = Duration::from_secs(300);
 
 /// `pvefleet vm explain NAME`: every host's verdict for the VM, as the scheduler sees it now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

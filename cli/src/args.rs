@@ -1,0 +1,449 @@
+//! The `pvefleet` command line (clap derive): global flags, one subcommand per resource, and the
+//! parsers for durations (`--ttl 24h`, `--timeout 10`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use protocol::{NodeId, Role};
+
+use crate::output::OutputFormat;
+use bootstrap::cli_config::CONFIG_ENV;
+use coordinator::generate::Generate;
+
+/// Operate a pvefleet cluster: members, join tokens, VMs and the resources they use.
+#[derive(Debug, Clone, PartialEq, Eq, Parser)]
+#[command(
+    name = "pvefleet",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// The configuration file: CA, admin certificate and key, coordinator members.
+    #[arg(long, global = true, value_name = "FILE", env = CONFIG_ENV)]
+    pub config: Option<PathBuf>,
+    /// How to print results: tables for people, one JSON document for scripts.
+    #[arg(long, short = 'o', global = true, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+    /// Read from the member contacted, without confirming with a quorum: answers without a
+    /// leader, possibly behind.
+    #[arg(long, global = true)]
+    pub stale: bool,
+    /// Give up after this long (seconds, or with a unit: 500ms, 30s, 2m), retries included.
+    #[arg(long, global = true, value_name = "SECS", default_value = "10", value_parser = parse_timeout)]
+    pub timeout: Duration,
+    /// Print the man page or a completion script on stdout (for packaging).
+    #[arg(long, hide = true, value_enum, value_name = "KIND")]
+    pub generate: Option<Generate>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The resources and what can be done with them.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// The Raft cluster: leader, term, indexes, replication lag.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// Coordinator members.
+    #[command(subcommand)]
+    Member(MemberCommand),
+    /// Join tokens for new agents and coordinators.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// VMs (desired state, created or updated by name).
+    #[command(subcommand)]
+    Vm(VmCommand),
+    /// IP pools VM NICs draw addresses from.
+    #[command(subcommand)]
+    Pool(PoolCommand),
+    /// VMID ranges VMs draw ids from.
+    #[command(subcommand)]
+    Range(RangeCommand),
+    /// Virtual IPs held by one host at a time.
+    #[command(subcommand)]
+    Vip(VipCommand),
+    /// PVE hosts running a node agent: capacity, usage, state.
+    #[command(subcommand)]
+    Host(HostCommand),
+    /// The fleet's event log, oldest first (`--follow` waits for new ones).
+    Events(EventsArgs),
+    /// Allocate ids directly (for tests and scripts).
+    #[command(subcommand)]
+    Alloc(AllocCommand),
+    /// Start a whole simulated fleet on this machine (3 coordinators, 5 simulated PVE hosts),
+    /// apply the example fleet and keep it running until Ctrl-C.
+    Demo(DemoArgs),
+}
+
+/// `pvefleet demo`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct DemoArgs {
+    /// Where the demo keeps its state (default: a new temporary directory, removed at exit).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Coordinator members to start (3 or 5).
+    #[arg(long, default_value_t = 3)]
+    pub coordinators: u32,
+    /// Simulated PVE hosts to start, one agent each.
+    #[arg(long, default_value_t = 5)]
+    pub hosts: u32,
+    /// The fleet file to apply (default: the shipped example fleet).
+    #[arg(long, short = 'f', value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Stop once every VM is running instead of waiting for Ctrl-C (for scripts and tests).
+    #[arg(long)]
+    pub exit_when_ready: bool,
+    /// How many times faster than on real hardware the simulated PVE tasks (clones, starts,
+    /// guest agents coming up) run; 1 is realistic.
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub task_speed: u32,
+    /// Give up (and stop everything) if the fleet is not ready within this long.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub wait: Duration,
+}
+
+/// `pvefleet cluster ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum ClusterCommand {
+    /// Members, leader, term, commit and applied index, lag.
+    Status,
+}
+
+/// `pvefleet member ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum MemberCommand {
+    /// List the coordinator members.
+    #[command(visible_alias = "list")]
+    Ls,
+    /// Create a one-use coordinator join token and print the command that joins a new member.
+    Add(MemberAddArgs),
+    /// Remove a member: it leaves Raft and its certificate is refused from then on.
+    #[command(visible_alias = "rm")]
+    Remove {
+        /// The member's node id (`pvefleet member ls`).
+        id: NodeId,
+    },
+}
+
+/// `pvefleet member add`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct MemberAddArgs {
+    /// How long the token stays valid.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub ttl: Duration,
+    /// The new member's QUIC listen address, to put in the printed command.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// The new member's data directory, to put in the printed command.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// `pvefleet token ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum TokenCommand {
+    /// Create a join token; it is printed once (only its hash is stored).
+    Create(TokenCreateArgs),
+    /// List join tokens (ids, roles, expiry, uses; never the secrets).
+    #[command(visible_alias = "list")]
+    Ls,
+    /// Revoke a join token: no node can join with it any more.
+    Revoke {
+        /// The token's id (`pvefleet token ls`).
+        id: String,
+    },
+}
+
+/// `pvefleet token create`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct TokenCreateArgs {
+    /// The role a node joining with the token receives.
+    #[arg(long, value_enum)]
+    pub role: JoinRole,
+    /// How long it stays valid (e.g. 30m, 24h, 7d) [default: 24h].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub ttl: Option<Duration>,
+    /// How many joins it allows [default: unlimited until it expires].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub uses: Option<u32>,
+}
+
+/// The roles a join token can grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
+pub enum JoinRole {
+    /// A coordinator member (Raft voter once caught up).
+    Coordinator,
+    /// A node agent on a PVE host.
+    Agent,
+}
+
+impl From<JoinRole> for Role {
+    fn from(role: JoinRole) -> Role {
+        match role {
+            JoinRole::Coordinator => Role::Coordinator,
+            JoinRole::Agent => Role::Agent,
+        }
+    }
+}
+
+/// `-f FILE` of the apply commands.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct ApplyArgs {
+    /// The TOML file (`-` reads standard input). Every entry is checked before any is sent.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+/// `pvefleet vm ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum VmCommand {
+    /// Create or update VMs by name from a file of `[[vm]]` tables (or one VM's fields).
+    Apply(VmApplyArgs),
+    /// List VMs: host, VMID, state, addresses, age.
+    #[command(visible_alias = "list")]
+    Ls,
+    /// Show one VM: its spec, placement, ids, addresses, status and conditions.
+    Show {
+        /// The VM's name.
+        name: String,
+    },
+    /// Show every host's placement verdict for a VM: its scores, or the filter that excluded it.
+    Explain {
+        /// The VM's name.
+        name: String,
+    },
+    /// Keep a VM running (its desired state becomes `running`).
+    Start {
+        /// The VM's name.
+        name: String,
+    },
+    /// Keep a VM stopped (its desired state becomes `stopped`: shut down, then stopped after
+    /// a timeout).
+    Stop {
+        /// The VM's name.
+        name: String,
+    },
+    /// Restart a running VM now (shutdown, stop after 60s, start); it stays desired running.
+    Restart {
+        /// The VM's name.
+        name: String,
+    },
+    /// Snapshots of a VM, taken and restored on its host.
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
+    /// Delete a VM: it is destroyed on its host, then its VMID and addresses are released.
+    #[command(visible_alias = "rm")]
+    Delete {
+        /// The VM's name.
+        name: String,
+    },
+}
+
+/// `pvefleet vm apply`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct VmApplyArgs {
+    /// The TOML file (`-` reads standard input). Every entry is checked before any is sent.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: PathBuf,
+    /// Then wait until every applied VM is in its desired state (running with its addresses,
+    /// or stopped), showing progress on stderr; exit non-zero naming the VMs that are not.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long `--wait` waits in all.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, requires = "wait")]
+    pub wait_timeout: Duration,
+    /// With `--wait`, give up once a VM has stayed failed this long (the fleet retries failed
+    /// operations with back-off, so a failure can be passing).
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration, requires = "wait")]
+    pub fail_after: Duration,
+}
+
+/// `pvefleet vm snapshot ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum SnapshotCommand {
+    /// Take a snapshot of a VM.
+    Create {
+        /// The VM's name.
+        name: String,
+        /// The snapshot's name (a letter, then letters, digits, `-`, `_`; 2 to 40 characters).
+        snapshot: String,
+        /// Include the RAM of the running VM (a rollback resumes it where it was).
+        #[arg(long)]
+        vmstate: bool,
+        /// Free text stored with the snapshot.
+        #[arg(
+            long,
+            value_name = "TEXT",
+            default_value = "",
+            hide_default_value = true
+        )]
+        description: String,
+    },
+    /// List a VM's snapshots, oldest first.
+    #[command(visible_alias = "list")]
+    Ls {
+        /// The VM's name.
+        name: String,
+    },
+    /// Roll a VM back to a snapshot (its changes since are lost).
+    Rollback {
+        /// The VM's name.
+        name: String,
+        /// The snapshot's name.
+        snapshot: String,
+        /// Start the VM after the rollback (a snapshot with RAM resumes it anyway).
+        #[arg(long)]
+        start: bool,
+    },
+    /// Delete a snapshot of a VM.
+    #[command(visible_alias = "rm")]
+    Delete {
+        /// The VM's name.
+        name: String,
+        /// The snapshot's name.
+        snapshot: String,
+    },
+}
+
+/// `pvefleet host ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum HostCommand {
+    /// List hosts: state, capacity, VMs and what they commit, load, last heartbeat.
+    #[command(visible_alias = "list")]
+    Ls,
+}
+
+/// `pvefleet pool ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum PoolCommand {
+    /// Create or update IP pools from the `[[pool]]` tables of a file.
+    Apply(ApplyArgs),
+    /// List IP pools and their use.
+    #[command(visible_alias = "list")]
+    Ls,
+    /// Delete an IP pool (refused while addresses are allocated from it).
+    #[command(visible_alias = "rm")]
+    Delete {
+        /// The pool's name.
+        name: String,
+    },
+}
+
+/// `pvefleet range ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum RangeCommand {
+    /// Create or update VMID ranges from the `[[vmid_range]]` tables of a file.
+    Apply(ApplyArgs),
+    /// List VMID ranges and their use.
+    #[command(visible_alias = "list")]
+    Ls,
+    /// Delete a VMID range (refused while VMIDs are allocated from it).
+    #[command(visible_alias = "rm")]
+    Delete {
+        /// The range's name.
+        name: String,
+    },
+}
+
+/// `pvefleet vip ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum VipCommand {
+    /// Create or update VIPs from the `[[vip]]` tables of a file.
+    Apply(ApplyArgs),
+    /// List VIPs and the host holding each.
+    #[command(visible_alias = "list")]
+    Ls,
+    /// Delete a VIP.
+    #[command(visible_alias = "rm")]
+    Delete {
+        /// The VIP's name.
+        name: String,
+    },
+}
+
+/// `pvefleet events`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct EventsArgs {
+    /// Only events after this sequence number (0: from the oldest kept).
+    #[arg(long, value_name = "SEQ", default_value_t = 0)]
+    pub since: u64,
+    /// At most this many events.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u32>,
+    /// Keep printing new events as they happen, until Ctrl-C (with `--output json`: one JSON
+    /// object per line).
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// Stop following after this many events (for scripts and tests).
+    #[arg(long, value_name = "N", hide = true, requires = "follow")]
+    pub max_events: Option<u64>,
+}
+
+/// `pvefleet alloc ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum AllocCommand {
+    /// Allocate (or show the already allocated) VMID of a VM.
+    Vmid {
+        /// The VM's name.
+        vm: String,
+    },
+    /// Allocate one address from a pool to an owner outside the fleet's VMs.
+    Ip {
+        /// The pool's name.
+        pool: String,
+        /// Who holds the address (free text).
+        owner: String,
+    },
+}
+
+/// Parses `90s`, `30m`, `24h`, `7d`, `1h30m` or `500ms`; a unit is required, since a bare
+/// number could mean seconds or hours.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || {
+        format!("'{text}' is not a duration: write a number with a unit, e.g. 90s, 30m, 24h, 7d")
+    };
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    let mut total = Duration::ZERO;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let number: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let unit = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(1),
+            "s" => Duration::from_secs(1),
+            "m" => Duration::from_secs(60),
+            "h" => Duration::from_secs(3600),
+            "d" => Duration::from_secs(86_400),
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        let part = u32::try_from(number)
+            .ok()
+            .and_then(|n| unit.checked_mul(n))
+            .ok_or_else(bad)?;
+        total = total.checked_add(part).ok_or_else(bad)?;
+    }
+    if total.is_zero() {
+        return Err(format!("'{text}' is zero: give a positive duration"));
+    }
+    Ok(total)
+}
+
+/// `--timeout`: whole or fractional seconds (`10`, `2.5`), or a duration with a unit.
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    if let Ok(secs) = text.trim().parse::<f64>() {
+        return match Duration::try_from_secs_f64(secs) {
+            Ok(d) if !d.is_zero() => Ok(d),
+            _ => Err(format!("'{text}' is not a positive number of seconds")),
+        };
+    }
+    parse_duration(text)
+}

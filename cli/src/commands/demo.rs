@@ -1,0 +1,346 @@
+//! `pvefleet demo`: a whole simulated fleet on this machine, as separate processes on loopback.
+//!
+//! ```text
+//!  pvefleet demo ─┬─ pvefleet-coordinator init, run  (member 1)      logs/coordinator-N.log
+//!                 ├─ token create + join, run         (members 2..N)
+//!                 ├─ token create + pvefleet-agent join, run  (pve-a, pve-b, ... [pve] backend = "sim")
+//!                 ├─ apply the fleet (pools, ranges, VIPs, VMs), wait: N/M ready
+//!                 ├─ print `vm ls`, `host ls`, how to point the CLI at it
+//!                 └─ Ctrl-C / SIGTERM (or --exit-when-ready): stop agents, then members; remove DIR
+//! ```
+//!
+//! Narration goes to standard error; the listings and the instructions go to standard output
+//! (with `--output json`, one document describing the running demo instead).
+
+mod binaries;
+mod cluster;
+mod error;
+mod fleet;
+mod layout;
+mod process;
+mod report;
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Parser;
+use protocol::admin::{ReadMode, VmList};
+use protocol::spec::FleetSpecFile;
+
+use super::Session;
+use crate::args::{Cli, DemoArgs};
+use crate::exit::CliError;
+use crate::output::{OutputFormat, json};
+use binaries::Binaries;
+use client::AdminClient;
+use cluster::DemoCluster;
+use error::DemoError;
+use layout::Layout;
+use report::{DemoReady, HostInfo, MemberInfo};
+
+/// How often the demo looks at the fleet while it converges.
+const POLL: Duration = Duration::from_millis(500);
+
+/// Runs the demo until Ctrl-C (or until ready with `--exit-when-ready`).
+pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<(), CliError> {
+    check_args(args)?;
+    let fleet = fleet::load(args.file.as_deref())?;
+    let bins = Binaries::beside_current_exe()?;
+    let layout = Layout::create(args.dir.as_deref())?;
+    eprintln!(
+        "pvefleet demo: {} and {} on 127.0.0.1\n  state: {}\n  logs:  {}",
+        plural(args.coordinators, "coordinator"),
+        plural(args.hosts, "simulated PVE host"),
+        layout.root.display(),
+        layout.logs().display()
+    );
+    let mut demo = DemoCluster::new(layout, bins.clone());
+
+    let started = tokio::select! {
+        r = bring_up(&mut demo, &fleet, args) => Some(r),
+        () = shutdown_signal() => None,
+    };
+    let result = match started {
+        None => {
+            eprintln!("\ninterrupted: stopping");
+            Ok(())
+        }
+        Some(Err(e)) => Err(e.into()),
+        Some(Ok(())) => {
+            let shown = show(session, &demo, &bins, &fleet, !args.exit_when_ready).await;
+            if shown.is_ok() && !args.exit_when_ready {
+                keep_running(&mut demo).await;
+            }
+            shown
+        }
+    };
+
+    close(&mut demo, result.is_ok()).await;
+    result
+}
+
+/// Stops every process and removes the directory if the demo made it and all went well (a
+/// failed demo keeps its logs for a look).
+async fn close(demo: &mut DemoCluster, ok: bool) {
+    let teardown = demo.stop().await;
+    let killed = if teardown.killed > 0 {
+        format!(
+            " ({} did not stop on SIGTERM and were killed)",
+            teardown.killed
+        )
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "stopped {} processes{killed}",
+        teardown.clean + teardown.killed
+    );
+    let layout = &demo.layout;
+    let root = layout.root.display();
+    if layout.temporary && ok {
+        if !layout.remove_if_temporary() {
+            eprintln!("could not remove {root}: remove it by hand");
+        }
+    } else if layout.temporary {
+        eprintln!("state and logs kept in {root} for a look at what failed; remove it when done");
+    } else {
+        eprintln!("state and logs kept in {root}");
+    }
+}
+
+/// `1 host`, `5 hosts`.
+fn plural(n: u32, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+fn check_args(args: &DemoArgs) -> Result<(), DemoError> {
+    if !matches!(args.coordinators, 1 | 3 | 5) {
+        return Err(DemoError::Usage(format!(
+            "--coordinators {} is not allowed: expected 1, 3 or 5 (an odd number keeps a majority)",
+            args.coordinators
+        )));
+    }
+    if !(1..=100).contains(&args.hosts) {
+        return Err(DemoError::Usage(format!(
+            "--hosts {} is not allowed: expected 1-100",
+            args.hosts
+        )));
+    }
+    if args.file.is_none() && args.hosts < 2 {
+        return Err(DemoError::Usage(
+            "--hosts 1 is too few for the example fleet: its databases ask for zone a and zone b, \
+             and the demo's hosts take the zones in turn; give --hosts 2 or more"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// Starts every process, applies the fleet and waits until it is in its desired state.
+async fn bring_up(
+    demo: &mut DemoCluster,
+    fleet: &FleetSpecFile,
+    args: &DemoArgs,
+) -> Result<(), DemoError> {
+    demo.found().await?;
+    let mut client = demo.client()?;
+    if let Some(founder) = demo.members.first() {
+        eprintln!("  coordinator 1 is up at {}", founder.addr);
+    }
+    for n in 2..=args.coordinators {
+        demo.join_member(&client, n).await?;
+        if let Some(member) = demo.members.last() {
+            eprintln!("  coordinator {n} joined at {}", member.addr);
+        }
+    }
+    client.close().await;
+    client = demo.client()?;
+    demo.wait_voters(&client).await?;
+    if args.coordinators > 1 {
+        eprintln!("  all {} coordinators are voters", demo.members.len());
+    }
+    demo.start_agents(&client, args.hosts, args.task_speed, |agent| {
+        eprintln!(
+            "  agent {} is connected (host id {})",
+            agent.host, agent.node_id
+        );
+    })
+    .await?;
+    demo.wait_hosts_online(&client).await?;
+    eprintln!("  all {} hosts are online", demo.agents.len());
+    eprintln!(
+        "applying the fleet: {} pool(s), {} VMID range(s), {} VIP(s), {} VMs",
+        fleet.pool.len(),
+        fleet.vmid_range.len(),
+        fleet.vip.len(),
+        fleet.vm.len()
+    );
+    fleet::apply(&client, fleet).await?;
+    let converged = wait_converged(demo, &client, fleet, args.wait).await;
+    client.close().await;
+    converged
+}
+
+/// Polls the VMs until every one is in its desired state, showing progress.
+async fn wait_converged(
+    demo: &mut DemoCluster,
+    client: &AdminClient,
+    fleet: &FleetSpecFile,
+    wait: Duration,
+) -> Result<(), DemoError> {
+    let start = tokio::time::Instant::now();
+    let tty = std::io::stderr().is_terminal();
+    let mut shown = String::new();
+    let mut last = fleet::progress(&fleet.vm, &[]);
+    loop {
+        demo.check_alive()?;
+        if let Ok(reply) = client
+            .call(&VmList {
+                read: ReadMode::Linearizable,
+            })
+            .await
+        {
+            last = fleet::progress(&fleet.vm, &reply.vms);
+        }
+        let line = last.line();
+        if line != shown {
+            if tty {
+                eprint!("\r\x1b[2K  {line}");
+                let _ = std::io::stderr().flush();
+            } else {
+                eprintln!("  {line}");
+            }
+            shown = line;
+        }
+        if last.done() {
+            if tty {
+                eprintln!();
+            }
+            eprintln!(
+                "the fleet is ready after {:.1} s",
+                start.elapsed().as_secs_f64()
+            );
+            return Ok(());
+        }
+        if start.elapsed() > wait {
+            if tty {
+                eprintln!();
+            }
+            return Err(DemoError::NotConverged {
+                pending: last.pending.len(),
+                total: last.total,
+                after: wait,
+                details: last.pending_details(),
+                logs: demo.layout.logs(),
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Prints `vm ls`, `host ls` and how to use the fleet from another shell; with `--output
+/// json`, one document describing the demo instead.
+async fn show(
+    session: &mut Session<'_>,
+    demo: &DemoCluster,
+    bins: &Binaries,
+    fleet: &FleetSpecFile,
+    keeps_running: bool,
+) -> Result<(), CliError> {
+    let ready = DemoReady {
+        dir: demo.layout.root.clone(),
+        cli_config: demo.layout.cli_config(),
+        logs: demo.layout.logs(),
+        bin_dir: bins.dir.clone(),
+        coordinators: demo
+            .members
+            .iter()
+            .map(|m| MemberInfo {
+                node_id: m.node_id,
+                addr: m.addr.clone(),
+            })
+            .collect(),
+        hosts: demo
+            .agents
+            .iter()
+            .map(|a| HostInfo {
+                name: a.host.clone(),
+                node_id: a.node_id,
+            })
+            .collect(),
+        vms: fleet.vm.iter().map(|v| v.name.clone()).collect(),
+    };
+    if session.cli.output == OutputFormat::Json {
+        let text = json(&ready).map_err(|e| CliError::Output(e.to_string()))?;
+        return write_out(session, &text);
+    }
+    let config = demo.layout.cli_config();
+    write_out(session, "\n$ pvefleet vm ls\n")?;
+    listing(session, &config, &["vm", "ls"]).await?;
+    write_out(session, "\n$ pvefleet host ls\n")?;
+    listing(session, &config, &["host", "ls"]).await?;
+    write_out(session, &format!("\n{}", ready.instructions(keeps_running)))
+}
+
+/// Runs one CLI command against the demo's cluster as a table on the session's output.
+async fn listing(session: &mut Session<'_>, config: &Path, words: &[&str]) -> Result<(), CliError> {
+    let mut argv: Vec<OsString> = vec!["pvefleet".into(), "--config".into(), config.into()];
+    argv.extend(["--output", "table", "--timeout", "30"].map(OsString::from));
+    argv.extend(words.iter().map(OsString::from));
+    let cli = Cli::try_parse_from(argv).map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut sub = Session::new(&cli, &mut *session.out, crate::now_millis());
+    let result = Box::pin(super::dispatch(&mut sub, &cli.command)).await;
+    sub.finish().await;
+    result
+}
+
+fn write_out(session: &mut Session<'_>, text: &str) -> Result<(), CliError> {
+    session
+        .out
+        .write_all(text.as_bytes())
+        .and_then(|()| session.out.flush())
+        .map_err(|e| CliError::Output(e.to_string()))
+}
+
+/// Waits for Ctrl-C or SIGTERM, warning once about each child that exits meanwhile.
+async fn keep_running(demo: &mut DemoCluster) {
+    let signal = shutdown_signal();
+    tokio::pin!(signal);
+    loop {
+        tokio::select! {
+            () = &mut signal => {
+                eprintln!("\nstopping the fleet");
+                return;
+            }
+            () = tokio::time::sleep(Duration::from_secs(2)) => {
+                if let Err(e) = demo.check_alive() {
+                    eprintln!("warning: {e}\nthe demo keeps running; Ctrl-C stops it");
+                    demo.forget_exited();
+                }
+            }
+        }
+    }
+}
+
+/// Completes on the first SIGINT (Ctrl-C) or SIGTERM; never if neither can be watched.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
