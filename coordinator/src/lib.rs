@@ -1,19 +1,24 @@
-//! The replicated coordinator of a pvefleet cluster: the fleet state machine that every member
-//! applies in Raft log order, and (in later modules) the services, controllers and CLI around it.
+//! The coordinator daemon (`pvefleet-coordinator`): the runtime around the pure `fleet` core.
+//! It wires the fleet state into Raft as the replicated machine, serves the Admin, Join, Agent
+//! and renewal services, runs the leader's control loop (the reconciler's effects: proposals
+//! and agent commands), and serves local HTTP metrics and health.
 //!
 //! ```text
-//!  pvefleet CLI ──admin RPC──▶ member ──forward──▶ leader ──Raft log──▶ state::FleetState::apply
+//!  pvefleet CLI ──admin RPC──▶ service ──forward──▶ leader ──Raft log──▶ machine (fleet::state)
+//!  agents ──Heartbeat──▶ service::agent ──▶ control (soft state) ◀── reconciler (fleet::reconcile)
+//!  node: init/join (setup), Raft + transport + services + reconciler + HTTP, ordered shutdown
 //! ```
 
 pub mod config;
 mod control;
 pub mod error;
 mod forward;
+mod gate;
 pub mod generate;
 mod http;
-pub mod node;
-
 mod machine;
+pub mod node;
+mod reconciler;
 mod service;
 pub mod setup;
 pub mod tokens;

@@ -1,5 +1,5 @@
-//! The leader's control plane: agent sessions (heartbeats, leases, inventory), the command
-//! dispatcher, and the reconciler that drives every VM spec to its desired state.
+//! The leader's control plane soft state: agent sessions (heartbeats, leases, inventory), the
+//! command dispatcher, and what the reconciler loop (`crate::reconciler`) reads and remembers.
 //!
 //! ```text
 //!  agent ── Heartbeat ──▶ service::agent ──▶ Control::record_beat (live) ──▶ RegisterHost / SetHostFacts
@@ -9,14 +9,14 @@
 //!                                 state + live + inflight ─▶ plan ─┴─▶ Raft proposals │ outbox
 //! ```
 //!
-//! Soft state only (ARCHITECTURE.md §2): heartbeat times, inventories, commands in flight, the
+//! Soft state only (docs/design/architecture.md, "Data flow"): heartbeat times, inventories, commands in flight, the
 //! reconciler's back-offs. It belongs to one leadership (one term): when this member stops
 //! leading, or leads again in a new term, it is dropped and rebuilt from the agents' next beats;
 //! everything decided is replicated.
 
 mod dispatch;
 mod live;
-pub(crate) mod r#loop;
+mod reconciler_inputs;
 pub(crate) mod session;
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,6 @@
 //!         ─▶ raft.shutdown() ─▶ close connections and the endpoint
 //! ```
 
-pub(crate) mod gate;
 pub(crate) mod membership;
 pub(crate) mod raft_setup;
 pub(crate) mod renew;
@@ -36,12 +35,12 @@ use tokio_util::task::TaskTracker;
 use transport::{Endpoint, Server, Service, TransportError};
 
 use crate::config::{ControlConfig, NodeSettings, RAFT_DIR, RunConfig};
-use crate::control::r#loop::Reconciler;
 use crate::error::CoordinatorError;
 use crate::forward::{Forwarder, Target};
 use crate::http::HttpServer;
 use crate::http::metrics::Metrics;
 use crate::machine::FleetMachine;
+use crate::reconciler::Reconciler;
 use crate::service::{Ctx, admin, agent};
 use fleet::state::FleetState;
 
@@ -179,7 +178,7 @@ impl CoordinatorNode {
         admin::register(&mut router, &ctx);
         agent::register(&mut router, &ctx);
         crate::service::renew::register(&mut router, &ctx);
-        let server = Server::new(endpoint.clone(), router).with_gate(gate::gate(machine));
+        let server = Server::new(endpoint.clone(), router).with_gate(crate::gate::gate(machine));
 
         let serve = CancellationToken::new();
         let settle = CancellationToken::new();

@@ -17,7 +17,6 @@ use protocol::fleet::HostState;
 use transport::{Caller, RemoteError, Router, Service};
 
 use super::Ctx;
-use crate::control::r#loop::leading_term;
 use crate::control::session::{
     capacity_of, facts_changed, facts_of, needs_online, needs_registration,
 };
@@ -55,7 +54,7 @@ impl Ctx {
         beat: Heartbeat,
     ) -> Result<HeartbeatAck, RemoteError> {
         let host = beating_host(caller)?;
-        let Some(term) = leading_term(&self.raft, self.node_id) else {
+        let Some(term) = self.leading_term() else {
             return Err(self.not_leader());
         };
         self.control.sync_leadership(Some(term));

@@ -17,7 +17,7 @@ use protocol::join::{RenewRequest, RenewResponse};
 use transport::{Caller, PeerIdentity, RemoteError, Router, Rpc, Service};
 
 use super::Ctx;
-use crate::node::gate;
+use crate::gate;
 use protocol::time::Now;
 
 /// The services `renew` is served on: each certificate holder renews where it connects.

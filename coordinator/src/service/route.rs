@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use openraft::ServerState;
 use protocol::Role;
 use transport::{Caller, RemoteError, Rpc, TransportError};
 
@@ -21,6 +22,14 @@ const REROUTE_PAUSE: Duration = Duration::from_millis(250);
 const READ_APPLY_WAIT: Duration = Duration::from_secs(10);
 
 impl Ctx {
+    /// The term this member leads in, if it leads.
+    pub(crate) fn leading_term(&self) -> Option<u64> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        (m.state == ServerState::Leader && m.current_leader == Some(self.node_id))
+            .then_some(m.current_term)
+    }
+
     /// Runs `local` on the leader: here if this member leads, else forwarded to the leader.
     /// A request that came from another coordinator is not forwarded again (it was forwarded
     /// once already): it is answered `NotLeader` with the hint, and its sender re-routes.

@@ -11,35 +11,20 @@
 //!                                                                   each VM's actions in order)
 //! ```
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use openraft::ServerState;
-use protocol::NodeId;
-use protocol::agent::Op;
-use raft::types::Raft;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use super::dispatch::Origin;
-use super::{Arrived, Control};
+use crate::control::{Arrived, Control};
 use crate::service::Ctx;
 use fleet::reconcile::status::{allocation_failed, on_result};
-use fleet::reconcile::{
-    Action, Backoff, Clock, Inflight, InflightCommand, LiveHost, LiveView, plan,
-};
+use fleet::reconcile::{Action, Backoff, Clock, plan};
 use fleet::state::{FleetState, StateError};
 
 /// VMs whose actions are applied at the same time (each VM's in order).
 const PARALLEL_VMS: usize = 16;
-
-/// The term this member leads in, if it leads.
-pub(crate) fn leading_term(raft: &Raft, me: NodeId) -> Option<u64> {
-    let metrics = raft.metrics();
-    let m = metrics.borrow();
-    (m.state == ServerState::Leader && m.current_leader == Some(me)).then_some(m.current_term)
-}
 
 /// The reconciler of one member (it acts only while the member leads).
 pub(crate) struct Reconciler {
@@ -64,7 +49,7 @@ impl Reconciler {
                 _ = ticker.tick() => {}
                 () = control.woken() => {}
             }
-            let term = leading_term(&self.ctx.raft, self.ctx.node_id);
+            let term = self.ctx.leading_term();
             control.sync_leadership(term);
             let Some(term) = term else {
                 caught_up = None;
@@ -214,108 +199,5 @@ async fn refused(ctx: &Ctx, action: &Action, refusal: &StateError, now: Clock) {
             tracing::debug!(vm, error = %e, "reconciler: status after a refusal not recorded");
             return;
         }
-    }
-}
-
-impl Control {
-    /// The results waiting for the reconciler.
-    pub(crate) fn take_results(&self) -> Vec<Arrived> {
-        std::mem::take(&mut self.lock().results)
-    }
-
-    /// What the reconciler remembers about `vm`.
-    pub(crate) fn memory(&self, vm: &str) -> fleet::reconcile::VmMemory {
-        self.lock().memory.get(vm).cloned().unwrap_or_default()
-    }
-
-    /// Replaces what the reconciler remembers about `vm`.
-    pub(crate) fn set_memory(&self, vm: &str, memory: fleet::reconcile::VmMemory) {
-        self.lock().memory.insert(vm.to_string(), memory);
-    }
-
-    /// Queues a reconciler command (dropped if the leadership changed since the plan).
-    pub(crate) fn enqueue(&self, host: NodeId, generation: u64, op: Op, term: u64, now: Clock) {
-        let mut inner = self.lock();
-        if inner.term != Some(term) {
-            return;
-        }
-        let vm = op.vm_name().to_string();
-        let is_ensure = matches!(op, Op::Ensure(_));
-        let id = inner
-            .outbox
-            .enqueue(host, op, generation, term, Origin::Reconciler);
-        tracing::debug!(host, %id, "command queued");
-        if is_ensure {
-            inner.memory.entry(vm).or_default().last_ensure_ms = Some(now.mono_ms);
-        }
-    }
-
-    /// The live view and the commands in flight, as the plan reads them.
-    pub(crate) fn plan_inputs(&self) -> (LiveView, Inflight) {
-        let inner = self.lock();
-        let hosts = inner
-            .live
-            .hosts()
-            .iter()
-            .map(|(&id, h)| {
-                let host = LiveHost {
-                    last_beat_ms: h.last_beat_ms,
-                    inventory_ms: h.inventory.as_ref().map(|_| h.inventory_ms),
-                    vms: Arc::clone(&h.observed),
-                };
-                (id, host)
-            })
-            .collect();
-        let live = LiveView {
-            leading_since_ms: inner.leading_since_ms,
-            hosts,
-        };
-        let mut commands = std::collections::BTreeMap::new();
-        for (host, p) in inner.outbox.pending() {
-            commands
-                .entry(p.cmd.op.vm_name().to_string())
-                .or_insert_with(|| InflightCommand {
-                    id: p.cmd.id.clone(),
-                    kind: p.cmd.op.kind(),
-                    host,
-                    generation: p.generation,
-                });
-        }
-        // A result not yet taken into account leaves the VM as it was before the command:
-        // until the loop has recorded it, the command counts as in flight.
-        for a in &inner.results {
-            commands
-                .entry(a.meta.vm.clone())
-                .or_insert_with(|| InflightCommand {
-                    id: a.id.clone(),
-                    kind: a.meta.kind,
-                    host: a.meta.host,
-                    generation: a.meta.generation,
-                });
-        }
-        let inflight = Inflight {
-            commands,
-            memory: inner.memory.clone(),
-        };
-        (live, inflight)
-    }
-
-    /// Keeps the soft state in line with the replicated one: generations for command ids,
-    /// no memory of VMs that are gone, no commands for removed hosts.
-    pub(crate) fn note_state(&self, state: &FleetState) {
-        let mut inner = self.lock();
-        let generations: HashMap<String, u64> = state
-            .vms()
-            .iter()
-            .map(|(name, rec)| (name.clone(), rec.generation))
-            .collect();
-        inner.memory.retain(|vm, _| generations.contains_key(vm));
-        inner.generations = generations;
-        inner.outbox.retain_hosts(|h| {
-            state
-                .hosts()
-                .get(&h)
-                .is_some_and(|h| h.state != protocol::fleet::HostState::Removed)
-        });
     }
 }
