@@ -106,7 +106,7 @@ impl RunConfig {
     }
 }
 
-/// How long a lease granted to an agent lasts by default (ARCHITECTURE.md §3 rule 3).
+/// How long a lease granted to an agent lasts by default (docs/design/architecture.md, safety rule 3).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
 /// How often the reconciler re-sends an Ensure for a VM that looks in order, by default.
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(30);

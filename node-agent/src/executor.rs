@@ -1,5 +1,5 @@
 //! The executor: runs each coordinator command at most once through the journal and returns
-//! its result, the stored one for a repeated id (ARCHITECTURE.md §3 rule 4).
+//! its result, the stored one for a repeated id (docs/design/architecture.md, safety rule 4).
 //!
 //! ```text
 //!  execute(cmd) ─▶ journal.begin(id, cmd)

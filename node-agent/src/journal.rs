@@ -1,5 +1,5 @@
 //! The executor journal: makes every coordinator command run at most once across crashes and
-//! restarts, and answers a repeated command id with the stored result (ARCHITECTURE.md §3 rule 4).
+//! restarts, and answers a repeated command id with the stored result (docs/design/architecture.md, safety rule 4).
 //!
 //! # Contract for callers
 //!

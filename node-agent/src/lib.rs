@@ -1,7 +1,7 @@
 //! `pvefleet-agent`, the node agent that runs on every PVE host: it keeps a session with the
 //! coordinators (leader following, heartbeats, the lease), reports the host's inventory, and
-//! runs the leader's commands against the local PVE API, each at most once (ARCHITECTURE.md §3
-//! rules 3 and 4).
+//! runs the leader's commands against the local PVE API, each at most once (safety rules 3
+//! and 4 of docs/design/architecture.md).
 //!
 //! ```text
 //!  config (agent.toml) ─▶ daemon::Agent::start ─▶ NodeDir (join wrote it) ─▶ backend::connect

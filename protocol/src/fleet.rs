@@ -1,5 +1,5 @@
 //! The replicated fleet model: what every coordinator member holds in its Raft state machine
-//! (ARCHITECTURE.md §2) and what the CLI reads back. Times are Unix milliseconds taken by the
+//! (docs/design/architecture.md, "Data flow") and what the CLI reads back. Times are Unix milliseconds taken by the
 //! proposer and carried inside commands, so applying a command never reads a clock.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! The dependency direction of ARCHITECTURE.md §1, as data, and the check that a workspace's
+//! The dependency direction of docs/design/architecture.md, "Arrows", as data, and the check that a workspace's
 //! crate graph follows it. An arrow means "may depend on"; nothing points back. A workspace
 //! member missing from the table is itself a violation, so a new crate must be placed.
 

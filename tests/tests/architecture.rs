@@ -1,4 +1,4 @@
-//! The workspace's real crate graph follows ARCHITECTURE.md §1 (`cargo metadata`).
+//! The workspace's real crate graph follows docs/design/architecture.md, "Arrows" (`cargo metadata`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
 use std::process::Command;

@@ -7,8 +7,8 @@
 //!  result(host, id) ─▶ removed from outbox[host] ─▶ its origin (reconciler or a waiting caller)
 //! ```
 //!
-//! Delivery is at least once; the agent's journal makes execution at most once (ARCHITECTURE.md
-//! §3 rule 4). A command is delivered again when the agent restarted (another boot id) or when
+//! Delivery is at least once; the agent's journal makes execution at most once (safety rule 4 of
+//! docs/design/architecture.md). A command is delivered again when the agent restarted (another boot id) or when
 //! it has had it for [`REDELIVER_AFTER_MS`] without a result and does not list it as running.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,4 +1,4 @@
-//! The Agent service's `Heartbeat` (ARCHITECTURE.md §3 rule 3): a node agent's beat, answered
+//! The Agent service's `Heartbeat` (docs/design/architecture.md, safety rule 3): a node agent's beat, answered
 //! by the leader only. The caller's certificate names the host; nothing in the body can claim
 //! another.
 //!
@@ -109,7 +109,7 @@ impl Ctx {
             self.control.wake();
         }
         // The lease is granted only by a leader that still has its quorum after this beat
-        // arrived (ARCHITECTURE.md §3 rule 3).
+        // arrived (docs/design/architecture.md, safety rule 3).
         self.confirm_linearizable().await?;
         let commands = self.control.deliver(host, beat.boot_id, &beat.running);
         Ok(HeartbeatAck {

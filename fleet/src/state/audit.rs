@@ -1,4 +1,4 @@
-//! Cross-checks of the allocation invariants (ARCHITECTURE.md §3 rule 6): no VMID or address
+//! Cross-checks of the allocation invariants (docs/design/architecture.md, safety rule 6): no VMID or address
 //! held twice, and the VMs' assignments agree with the ranges' and pools' allocation tables.
 //! Tests run it after every command; operators and end-to-end tests can run it on any member.
 

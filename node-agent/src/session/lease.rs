@@ -1,4 +1,4 @@
-//! The agent's lease (ARCHITECTURE.md §3 rule 3), pure: a lease is valid for `lease_ms` after
+//! The agent's lease (docs/design/architecture.md, safety rule 3), pure: a lease is valid for `lease_ms` after
 //! the *send* time of the acknowledged beat, on this process's monotonic clock. Counting from
 //! the send time (not the answer's arrival) is what makes it safe: the leader granted it at some
 //! instant after the send, so the agent's view never outlives the leader's.

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! A delivered id already running or awaiting its ack is ignored; one that ran before and was
-//! acknowledged is answered by the executor's journal (ARCHITECTURE.md §3 rule 4). The
+//! acknowledged is answered by the executor's journal (docs/design/architecture.md, safety rule 4). The
 //! inventory goes on the first beat of each connection, when the leader changes or asks for
 //! it, and when [`worth_sending`] says it changed.
 

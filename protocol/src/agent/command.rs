@@ -1,6 +1,6 @@
 //! Commands the leader sends an agent, and their results. Every command has an id; an agent
-//! runs an id at most once, keeps its result and answers a repeated id with it (ARCHITECTURE.md
-//! §3 rule 4). Ids are made by the leader and never reused for another command.
+//! runs an id at most once, keeps its result and answers a repeated id with it (safety rule 4
+//! of docs/design/architecture.md). Ids are made by the leader and never reused for another command.
 //!
 //! [`Op::Ensure`] is level-based: the agent reads the VM, compares it with the spec and changes
 //! only what differs (create, configure, resize, power), so running it again after a crash or

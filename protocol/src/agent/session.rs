@@ -39,7 +39,7 @@ pub struct HeartbeatAck {
     /// Its Raft term.
     pub term: u64,
     /// The lease granted: valid for this long after the agent *sent* the heartbeat, on the
-    /// agent's own monotonic clock (ARCHITECTURE.md §3 rule 3). Given only after the leader
+    /// agent's own monotonic clock (docs/design/architecture.md, safety rule 3). Given only after the leader
     /// confirmed its quorum upon receiving the beat.
     pub lease_ms: u64,
     /// The leader holds no inventory of this host for this boot: send it on the next beat.
