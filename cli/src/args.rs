@@ -9,7 +9,7 @@ use protocol::{NodeId, Role};
 
 use crate::output::OutputFormat;
 use bootstrap::cli_config::CONFIG_ENV;
-use coordinator::generate::Generate;
+use daemon::generate::Generate;
 
 /// Operate a pvefleet cluster: members, join tokens, VMs and the resources they use.
 #[derive(Debug, Clone, PartialEq, Eq, Parser)]

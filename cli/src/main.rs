@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use bootstrap::cli_config::CONFIG_ENV;
 use clap::{CommandFactory, Parser};
 use cli::{Cli, ExitStatus};
-use coordinator::generate::{self, ManExtras};
+use daemon::generate::{self, ManExtras};
 
 /// The man page's FILES, ENVIRONMENT and SEE ALSO.
 const MAN: ManExtras = ManExtras {
@@ -38,13 +38,7 @@ fn main() -> ExitCode {
     // Both rustls users in this binary get ring explicitly; installing it as the default too
     // keeps any other builder from picking a second provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    daemon::logging::init("warn");
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

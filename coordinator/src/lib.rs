@@ -14,7 +14,6 @@ mod control;
 pub mod error;
 mod forward;
 mod gate;
-pub mod generate;
 mod http;
 mod machine;
 pub mod node;

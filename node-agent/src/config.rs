@@ -251,7 +251,7 @@ impl AgentConfig {
         if self.data_dir.as_os_str().is_empty() {
             return Err(invalid("data_dir", "must not be empty".to_string()));
         }
-        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
+        if let Err(e) = ::daemon::logging::check_filter(&self.log) {
             return Err(invalid(
                 "log",
                 format!("'{}' is not a log filter: {e}", self.log),

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ::daemon::notify::Notifier;
 use bootstrap::{BootstrapError, NodeDir};
 use protocol::{NodeId, Role};
 use pve_sim::Sim;
@@ -217,10 +218,12 @@ impl Agent {
         let tasks = TaskTracker::new();
         tasks.spawn(collector.run(stop.clone()));
         tasks.spawn(renewal.run(stop.clone()));
-        let notifier = systemd::Notifier {
+        let health = systemd::AgentHealth {
             status: status.clone(),
         };
-        tasks.spawn(notifier.run(stop.clone()));
+        if let Some(notifier) = Notifier::from_env(health) {
+            tasks.spawn(notifier.run(stop.clone()));
+        }
         let session = tokio::spawn(session.run(stop.clone()));
         tracing::info!(node_id = cluster.node_id, %host, backend = pve.kind, "agent started");
         Ok(RunningAgent {
@@ -289,7 +292,7 @@ impl RunningAgent {
             joined = &mut session => Some(joined),
         };
         tracing::info!(host = %self.host, "agent stopping");
-        systemd::notify_stopping();
+        ::daemon::notify::notify_stopping();
         self.stop.cancel();
         let joined = match ended {
             Some(joined) => joined,

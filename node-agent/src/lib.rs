@@ -23,7 +23,6 @@ pub mod config;
 pub mod daemon;
 mod error;
 mod executor;
-pub mod generate;
 pub mod inventory;
 pub mod join;
 mod journal;

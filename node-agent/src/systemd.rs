@@ -1,47 +1,18 @@
-//! systemd's notification protocol for the running agent (`Type=notify`, `WatchdogSec=`):
-//! READY=1 after the first heartbeat a leader acknowledged (when `run` prints its ready line),
-//! STATUS= with the coordinator and the lease, WATCHDOG=1 every WATCHDOG_USEC/3 and STOPPING=1
-//! at shutdown. Outside systemd (no NOTIFY_SOCKET) nothing is sent and the task ends at once.
-//!
-//! The watchdog is petted from a task of the agent's own runtime, and only while the
-//! coordinator session runs: a wedged runtime or a session that ended stops the petting, and
-//! systemd kills and restarts the agent. Losing the coordinators does not: a restart would not
-//! bring them back, and the session keeps looking for them.
+//! What the agent tells systemd (the protocol is `daemon::notify`): ready after the first
+//! heartbeat a leader acknowledged (when `run` prints its ready line), STATUS= with the
+//! coordinator and the lease, and serving only while the coordinator session runs: a session
+//! that ended stops the watchdog petting, and systemd kills and restarts the agent. Losing
+//! the coordinators does not: a restart would not bring them back, and the session keeps
+//! looking for them. STATUS= is refreshed on the ticks too, since the lease runs out on its
+//! own, without a status change.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use sd_notify::NotifyState;
+// `::daemon` is the shared crate; `crate::daemon` is this crate's agent runtime.
+use ::daemon::notify::{Health, Reading};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
 use crate::session::SessionStatus;
-
-/// How often STATUS= is refreshed when no watchdog asks for more (the lease runs out on its
-/// own, without a status change).
-const STATUS_PERIOD: Duration = Duration::from_secs(5);
-/// The shortest pet period, whatever WATCHDOG_USEC says.
-const MIN_PERIOD: Duration = Duration::from_millis(10);
-
-/// Whether systemd listens for notifications from this process.
-pub(crate) fn under_systemd() -> bool {
-    std::env::var_os("NOTIFY_SOCKET").is_some()
-}
-
-/// Tells systemd the agent is shutting down.
-pub(crate) fn notify_stopping() {
-    if under_systemd() {
-        let _ = sd_notify::notify(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
-    }
-}
-
-/// How often to pet (and refresh STATUS=): a third of the watchdog timeout, at most
-/// [`STATUS_PERIOD`].
-pub(crate) fn pet_period(watchdog: Option<Duration>) -> Duration {
-    match watchdog.filter(|w| !w.is_zero()) {
-        Some(timeout) => (timeout / 3).clamp(MIN_PERIOD, STATUS_PERIOD),
-        None => STATUS_PERIOD,
-    }
-}
 
 /// The STATUS= text at `now`: the coordinator that acknowledged last, the lease, the work.
 pub(crate) fn status_text(status: &SessionStatus, now: Instant) -> String {
@@ -62,88 +33,39 @@ pub(crate) fn status_text(status: &SessionStatus, now: Instant) -> String {
     }
 }
 
-/// The notifier task of the agent.
-pub(crate) struct Notifier {
+/// The agent's health, as the notifier reads it: the session's status.
+pub(crate) struct AgentHealth {
     pub(crate) status: watch::Receiver<SessionStatus>,
 }
 
-impl Notifier {
-    /// Notifies until `stop` (or until the session ends, when the petting stops with it).
-    pub(crate) async fn run(mut self, stop: CancellationToken) {
-        if !under_systemd() {
-            return;
-        }
-        let watchdog = sd_notify::watchdog_enabled().filter(|w| !w.is_zero());
-        let mut tick = tokio::time::interval(pet_period(watchdog));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut ready_sent = false;
-        let mut shown = String::new();
-        let mut warned = false;
-        loop {
-            // A status change wakes the loop at once, so READY=1 follows the first ack; the
-            // watchdog is petted on the ticks.
-            let pet = tokio::select! {
-                () = stop.cancelled() => return,
-                _ = tick.tick() => true,
-                _ = self.status.changed() => false,
-            };
-            // The session owns the sender: gone means the session ended.
-            if self.status.has_changed().is_err() {
-                send(
-                    &[NotifyState::Status("the coordinator session ended")],
-                    &mut warned,
-                );
-                tracing::error!("the coordinator session ended: no more watchdog keep-alives");
-                return;
-            }
-            let (acked, text) = {
-                let status = self.status.borrow_and_update();
-                (status.acks > 0, status_text(&status, Instant::now()))
-            };
-            let mut states = Vec::with_capacity(3);
-            if !ready_sent && acked {
-                ready_sent = true;
-                states.push(NotifyState::Ready);
-            }
-            if text != shown {
-                states.push(NotifyState::Status(&text));
-            }
-            if pet && watchdog.is_some() {
-                states.push(NotifyState::Watchdog);
-            }
-            if !states.is_empty() {
-                send(&states, &mut warned);
-            }
-            shown.clone_from(&text);
+impl Health for AgentHealth {
+    async fn changed(&mut self) {
+        // The session owns the sender: once it is gone, `read` reports the end.
+        if self.status.changed().await.is_err() {
+            std::future::pending::<()>().await;
         }
     }
-}
 
-/// Sends `states`; a failure is logged once (systemd gone: nothing else to do).
-fn send(states: &[NotifyState<'_>], warned: &mut bool) {
-    if let Err(e) = sd_notify::notify(states)
-        && !*warned
-    {
-        tracing::warn!(error = %e, "cannot notify systemd");
-        *warned = true;
+    fn read(&mut self) -> Reading {
+        if self.status.has_changed().is_err() {
+            return Reading::Ended {
+                status: "the coordinator session ended".into(),
+            };
+        }
+        let status = self.status.borrow_and_update();
+        Reading::Serving {
+            ready: status.acks > 0,
+            status: status_text(&status, Instant::now()),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::session::Lease;
-
-    #[test]
-    fn the_watchdog_is_petted_three_times_per_timeout() {
-        assert_eq!(pet_period(Some(Duration::from_secs(30))), STATUS_PERIOD);
-        assert_eq!(
-            pet_period(Some(Duration::from_secs(3))),
-            Duration::from_secs(1)
-        );
-        assert_eq!(pet_period(Some(Duration::from_micros(3))), MIN_PERIOD);
-        assert_eq!(pet_period(None), STATUS_PERIOD);
-    }
 
     #[test]
     fn the_status_names_the_coordinator_and_whether_the_lease_holds() {

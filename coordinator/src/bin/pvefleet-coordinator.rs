@@ -18,8 +18,9 @@ use coordinator::config::{
     RunConfig,
 };
 use coordinator::error::CoordinatorError;
-use coordinator::generate::{self, Generate, ManExtras};
 use coordinator::node::CoordinatorNode;
+use daemon::generate::{self, Generate, ManExtras};
+use daemon::signal::cancel_on_signal;
 use coordinator::setup::{
     AdminCertOptions, DEFAULT_ADMIN_ID, InitOptions, JoinOptions, init_cluster, issue_admin_cert,
     join_cluster, start_command,
@@ -238,15 +239,7 @@ fn main() -> ExitCode {
     };
     // Before anything builds a TLS configuration: ring only, never a second provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&file.log)),
-        )
-        .with_writer(std::io::stderr)
-        // Colours only for people: journald gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    daemon::logging::init(&file.log);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -404,21 +397,4 @@ async fn run(config: RunConfig, control: ControlConfig) -> Result<(), Coordinato
         }
     });
     node.run(shutdown).await
-}
-
-/// Cancels `shutdown` on the first SIGTERM or SIGINT.
-async fn cancel_on_signal(shutdown: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop with SIGKILL");
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
-    }
-    shutdown.cancel();
 }

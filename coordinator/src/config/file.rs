@@ -207,7 +207,7 @@ impl CoordinatorConfig {
                 outside(self.ip_wait_secs.to_string(), range),
             ));
         }
-        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
+        if let Err(e) = daemon::logging::check_filter(&self.log) {
             return Err(("log", format!("'{}' is not a log filter: {e}", self.log)));
         }
         Ok(())

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bootstrap::NodeDir;
+use daemon::notify::Notifier;
 use protocol::Role;
 use raft::NodeId;
 use raft::store::MachineHandle;
@@ -195,12 +196,14 @@ impl CoordinatorNode {
         tasks.spawn(Reconciler::new(Arc::clone(&ctx)).run(serve.clone()));
 
         let (ready_tx, ready) = watch::channel(None);
-        let notifier = systemd::Notifier {
+        let health = systemd::MemberHealth {
             node_id: cluster.node_id,
             raft: raft.clone(),
             ready: ready.clone(),
         };
-        tasks.spawn(notifier.run(serve.clone()));
+        if let Some(notifier) = Notifier::from_env(health) {
+            tasks.spawn(notifier.run(serve.clone()));
+        }
         let line = ReadyLine {
             node_id: cluster.node_id,
             listen: settings.listen.to_string(),
@@ -291,7 +294,7 @@ impl RunningNode {
             result = &mut server => Some(result),
         };
         tracing::info!(node_id = self.ctx.node_id, "coordinator stopping");
-        systemd::notify_stopping();
+        daemon::notify::notify_stopping();
         self.settle.cancel();
         self.serve.cancel();
         let served = match served {

@@ -12,7 +12,8 @@ use node_agent::config::{
     AgentConfig, ConfigError, DEFAULT_CONFIG_PATH, DEFAULT_DATA_DIR, DEFAULT_LOG, PveConfig,
 };
 use node_agent::daemon::{Agent, AgentError};
-use node_agent::generate::{self, Generate, ManExtras};
+use daemon::generate::{self, Generate, ManExtras};
+use daemon::signal::cancel_on_signal;
 use node_agent::join::{JoinError, JoinOptions, join_cluster, start_command};
 use tokio_util::sync::CancellationToken;
 
@@ -208,16 +209,7 @@ fn main() -> ExitCode {
     };
     // Before anything builds a TLS configuration: ring only, never a second provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let log = job.log();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log)),
-        )
-        .with_writer(std::io::stderr)
-        // Colours only for people: journald and log files get plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    daemon::logging::init(job.log());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -316,21 +308,4 @@ async fn run(path: &Path, mut config: AgentConfig) -> Result<(), Failure> {
         }
     });
     agent.run(shutdown).await.map_err(Failure::from)
-}
-
-/// Cancels `shutdown` on the first SIGTERM or SIGINT.
-async fn cancel_on_signal(shutdown: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop with SIGKILL");
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
-    }
-    shutdown.cancel();
 }

@@ -1,12 +1,11 @@
-//! Man pages and shell completions generated from the binary's clap definition, so they can
-//! never disagree with `--help`: `pvefleet-agent` takes a hidden `--generate KIND` (ripgrep's
-//! model) and the packaging runs `pvefleet-agent --generate man > pvefleet-agent.1` and so on
-//! at build time. `coordinator::generate` is the same code for the coordinator's binaries (the
-//! two crates share no library that could hold it): change both.
+//! Man pages and shell completions generated from the binaries' clap definitions, so they
+//! can never disagree with `--help`: each binary takes a hidden `--generate KIND` (ripgrep's
+//! model) and the packaging runs `<bin> --generate man > <bin>.1` and so on at build time.
+//! `pvefleet`, `pvefleet-coordinator` and `pvefleet-agent` all use this one copy.
 //!
-//! The flag is declared in the clap definition, but a required subcommand would refuse it
-//! alone; so [`requested`] first parses the command line with the subcommand made optional
-//! and only then does the binary parse it normally.
+//! The flag is declared in each binary's clap definition, but a required subcommand would
+//! refuse it alone; so [`requested`] first parses the command line with the subcommand made
+//! optional and only then does the binary parse it normally.
 
 use std::io::Write;
 
