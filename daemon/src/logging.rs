@@ -7,7 +7,8 @@ use tracing_subscriber::EnvFilter;
 /// Installs the global subscriber: RUST_LOG wins over `default_filter` (e.g. `info`, or the
 /// `log` field of a configuration file). A second call in one process changes nothing.
 pub fn init(default_filter: &str) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -21,5 +22,7 @@ pub fn init(default_filter: &str) {
 /// # Errors
 /// Why `filter` is not a filter (the parser's words).
 pub fn check_filter(filter: &str) -> Result<(), String> {
-    EnvFilter::try_new(filter).map(drop).map_err(|e| e.to_string())
+    EnvFilter::try_new(filter)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }

@@ -7,6 +7,7 @@
 
 mod cluster;
 mod members;
+mod methods;
 mod ops;
 mod resources;
 mod tokens;
@@ -19,6 +20,7 @@ pub use cluster::{
     MemberListReply, MemberRemove, MemberStatus, SettingsGet, SettingsPut, SettingsReply,
 };
 pub use members::{MemberPromote, MemberPromoteReply};
+pub use methods::METHODS;
 pub use ops::{
     HostStatus, HostStatusEntry, HostStatusReply, PlacementScores, PlacementVerdict, RESTART_WAIT,
     SNAPSHOT_CHANGE_WAIT, SNAPSHOT_LIST_WAIT, VmExplain, VmExplainReply, VmPower, VmPowerAction,
@@ -87,41 +89,6 @@ pub struct ApplyReply {
 /// The reply of a request that succeeded with nothing to report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Done {}
-
-/// Every admin method name, for uniqueness checks and routing tables.
-pub const METHODS: &[&str] = &[
-    <ClusterStatus as crate::Rpc>::METHOD,
-    <MemberList as crate::Rpc>::METHOD,
-    <MemberRemove as crate::Rpc>::METHOD,
-    <MemberPromote as crate::Rpc>::METHOD,
-    <HostList as crate::Rpc>::METHOD,
-    <SettingsGet as crate::Rpc>::METHOD,
-    <SettingsPut as crate::Rpc>::METHOD,
-    <FleetGet as crate::Rpc>::METHOD,
-    <VmApply as crate::Rpc>::METHOD,
-    <VmList as crate::Rpc>::METHOD,
-    <VmGet as crate::Rpc>::METHOD,
-    <VmDelete as crate::Rpc>::METHOD,
-    <AllocateVmid as crate::Rpc>::METHOD,
-    <PoolApply as crate::Rpc>::METHOD,
-    <PoolList as crate::Rpc>::METHOD,
-    <PoolDelete as crate::Rpc>::METHOD,
-    <AllocateIp as crate::Rpc>::METHOD,
-    <VmidRangeApply as crate::Rpc>::METHOD,
-    <VmidRangeList as crate::Rpc>::METHOD,
-    <VmidRangeDelete as crate::Rpc>::METHOD,
-    <VipApply as crate::Rpc>::METHOD,
-    <VipList as crate::Rpc>::METHOD,
-    <VipDelete as crate::Rpc>::METHOD,
-    <TokenCreate as crate::Rpc>::METHOD,
-    <TokenList as crate::Rpc>::METHOD,
-    <TokenRevoke as crate::Rpc>::METHOD,
-    <Events as crate::Rpc>::METHOD,
-    <VmExplain as crate::Rpc>::METHOD,
-    <VmPower as crate::Rpc>::METHOD,
-    <VmSnapshot as crate::Rpc>::METHOD,
-    <HostStatus as crate::Rpc>::METHOD,
-];
 
 #[cfg(test)]
 mod tests {

@@ -21,6 +21,7 @@
 mod cidr;
 mod file;
 mod infra;
+mod labels;
 pub(crate) mod rules;
 pub(crate) mod validate;
 mod vm_parts;
@@ -30,16 +31,15 @@ mod infra_tests;
 #[cfg(test)]
 mod validate_tests;
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 pub use cidr::{Cidr, CidrError, ip_to_u128, next_ip};
-pub use file::{SpecFileError, parse_fleet_file, parse_vm_file};
+pub use file::{FleetSpecFile, SpecFileError, VmSpecFile, parse_fleet_file, parse_vm_file};
 pub use infra::{
     IpPoolSpec, PoolBounds, VipSpec, VmidRangeSpec, validate_ip_pool, validate_vip,
     validate_vmid_range,
 };
+pub use labels::Labels;
 pub use validate::{SpecError, validate_spec};
 pub use vm_parts::{
     Bios, CloneMode, CloudInitSpec, DesiredState, DiskCache, DiskOptions, DiskSpec, NicIp,
@@ -169,34 +169,3 @@ impl VmSpec {
             })
     }
 }
-
-/// A file of VM specs: `[[vm]]` tables.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VmSpecFile {
-    /// The VMs, in file order.
-    #[serde(default)]
-    pub vm: Vec<VmSpec>,
-}
-
-/// A whole fleet in one file: VMs and the resources they use (`[[vm]]`, `[[pool]]`,
-/// `[[vmid_range]]`, `[[vip]]`). Every section is optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FleetSpecFile {
-    /// IP pools.
-    #[serde(default)]
-    pub pool: Vec<IpPoolSpec>,
-    /// VMID ranges.
-    #[serde(default)]
-    pub vmid_range: Vec<VmidRangeSpec>,
-    /// Virtual IPs.
-    #[serde(default)]
-    pub vip: Vec<VipSpec>,
-    /// VMs.
-    #[serde(default)]
-    pub vm: Vec<VmSpec>,
-}
-
-/// Labels a host carries and a VM may require (`zone = "a"`).
-pub type Labels = BTreeMap<String, String>;

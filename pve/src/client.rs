@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use crate::backend::Backend;
 use crate::error::PveError;
+use crate::poll::PollPolicy;
 use crate::request::{ApiReply, ApiRequest};
 use crate::retry::RetryPolicy;
-use crate::tasks::PollPolicy;
 use crate::upid::Upid;
 
 /// A PVE API client. Cheap to clone; share one per host.

@@ -26,6 +26,7 @@ pub mod error;
 pub mod fields;
 pub mod guest_ips;
 pub mod https;
+pub mod poll;
 pub mod props;
 pub mod pvesh;
 pub mod reply;

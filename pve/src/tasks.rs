@@ -12,29 +12,8 @@ use crate::error::PveError;
 use crate::request::{ApiRequest, Method, segment};
 use crate::upid::Upid;
 
-/// How often a running task is polled.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PollPolicy {
-    /// First delay between polls.
-    pub initial: Duration,
-    /// Multiplier per poll.
-    pub factor: f64,
-    /// Largest delay between polls.
-    pub max: Duration,
-    /// Lines of log kept in a [`PveError::TaskFailed`].
-    pub log_tail: u32,
-}
-
-impl Default for PollPolicy {
-    fn default() -> Self {
-        Self {
-            initial: Duration::from_millis(50),
-            factor: 1.5,
-            max: Duration::from_secs(2),
-            log_tail: 20,
-        }
-    }
-}
+// Kept at its old path: callers configure polling as `pve::tasks::PollPolicy`.
+pub use crate::poll::PollPolicy;
 
 /// `GET /nodes/{node}/tasks/{upid}/status`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -49,7 +49,7 @@ fn main() {
     // The agent's default beat: what a production host pays.
     let mut opts = HostOptions::new("sim-idle", PveAccess::Sim);
     opts.heartbeat_ms = 1000;
-    opts.inventory_ms = 5000;
+    opts.inventory_ms = Some(5000);
     // Room for 100 one-vCPU VMs at the default 400 % CPU overcommit.
     opts.cpus = 32;
     let host = fleet.add_host(opts);
@@ -60,7 +60,7 @@ fn main() {
     fleet.wait_vms("100 VMs running", Duration::from_secs(600), |v| {
         all_running_with_ips(v, &names)
     });
-    let pid = fleet.agents[host].pid().expect("the agent runs");
+    let pid = fleet.agents()[host].pid().expect("the agent runs");
     // Let the last results be acknowledged and the inventory settle before measuring.
     std::thread::sleep(Duration::from_secs(5));
 

@@ -109,7 +109,7 @@ fn failover(rt: &tokio::runtime::Runtime, cluster: &mut Cluster, survivors_only:
     let c = {
         let _inside = rt.enter();
         let cfg = CliConfig::load(&cluster.cli_config).unwrap();
-        let dead = cluster.members[leader].node_id;
+        let dead = cluster.member(leader).node_id;
         let members = cfg
             .coordinators
             .iter()
@@ -127,7 +127,7 @@ fn failover(rt: &tokio::runtime::Runtime, cluster: &mut Cluster, survivors_only:
     };
     rt.block_on(c.call(&warm)).unwrap();
     let killed = Instant::now();
-    cluster.members[leader].kill9();
+    cluster.kill9(leader);
     let took = rt.block_on(async {
         let mut i = 0;
         loop {
@@ -144,7 +144,7 @@ fn failover(rt: &tokio::runtime::Runtime, cluster: &mut Cluster, survivors_only:
             }
         }
     });
-    cluster.members[leader].start();
+    cluster.start(leader);
     cluster.wait_status("the killed member back", Duration::from_secs(60), |v| {
         v["members"].as_array().is_some_and(|m| m.len() == 3)
     });
@@ -161,7 +161,7 @@ fn main() {
     let mut cluster = Cluster::found(&[]);
     for _ in 0..2 {
         let token = cluster.coordinator_token();
-        let via = cluster.members[0].listen;
+        let via = cluster.member(0).listen;
         cluster.join(&token, via);
     }
     cluster.wait_status("three voters", Duration::from_secs(90), |v| {

@@ -1,6 +1,8 @@
-//! The dependency direction of docs/design/architecture.md, "Arrows", as data, and the check that a workspace's
-//! crate graph follows it. An arrow means "may depend on"; nothing points back. A workspace
-//! member missing from the table is itself a violation, so a new crate must be placed.
+//! The dependency direction of docs/design/architecture.md ("Arrows") as data, and the check
+//! that a workspace's crate graph follows it. An arrow means "may depend on"; nothing points
+//! back. A workspace member missing from the table is itself a violation, so a new crate must
+//! be placed. The pure core (`fleet`) and the wire types (`protocol`) must not reach a runtime
+//! or I/O crate through any normal dependency ([`runtime_violations`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,16 +13,37 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("transport", &["protocol"]),
     ("raft", &["transport"]),
     ("bootstrap", &["transport", "protocol"]),
+    // The pure core: the wire types only (no transport, no runtime; see RUNTIME_FREE).
+    ("fleet", &["protocol"]),
+    ("client", &["transport", "protocol", "bootstrap"]),
+    // The daemons' shared edge depends on no member.
+    ("daemon", &[]),
+    ("pve", &[]),
+    ("pve-sim", &[]),
     (
         "node-agent",
-        &["bootstrap", "transport", "protocol", "pve", "pve-sim"],
+        &[
+            "bootstrap",
+            "transport",
+            "protocol",
+            "pve",
+            "pve-sim",
+            "daemon",
+        ],
     ),
     (
         "coordinator",
-        &["raft", "bootstrap", "transport", "protocol"],
+        &[
+            "fleet",
+            "raft",
+            "bootstrap",
+            "transport",
+            "protocol",
+            "daemon",
+        ],
     ),
-    ("pve", &[]),
-    ("pve-sim", &[]),
+    ("lab", &["client", "bootstrap", "protocol", "pve-sim"]),
+    ("cli", &["client", "bootstrap", "protocol", "lab", "daemon"]),
     (
         "tests",
         &[
@@ -28,6 +51,11 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "transport",
             "raft",
             "bootstrap",
+            "fleet",
+            "client",
+            "daemon",
+            "lab",
+            "cli",
             "node-agent",
             "coordinator",
             "pve",
@@ -36,8 +64,16 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Dev-only exceptions: the simulator's tests drive it with the real client.
-pub const ALLOWED_DEV: &[(&str, &str)] = &[("pve-sim", "pve")];
+/// Dev-only exceptions: the simulator's tests drive it with the real client; the
+/// coordinator's tests call their in-process members with the fleet client and start
+/// processes with the launcher; the CLI's tests stand in for members over the transport.
+pub const ALLOWED_DEV: &[(&str, &str)] = &[
+    ("pve-sim", "pve"),
+    ("coordinator", "client"),
+    ("coordinator", "lab"),
+    ("node-agent", "lab"),
+    ("cli", "transport"),
+];
 
 /// Members that must never reach another member, even transitively.
 pub const NEVER_TRANSITIVE: &[(&str, &str)] = &[
@@ -45,6 +81,21 @@ pub const NEVER_TRANSITIVE: &[(&str, &str)] = &[
     ("coordinator", "pve-sim"),
     ("node-agent", "raft"),
     ("pve", "pve-sim"),
+    ("fleet", "transport"),
+    ("cli", "raft"),
+    ("cli", "coordinator"),
+    ("cli", "node-agent"),
+    ("lab", "coordinator"),
+    ("lab", "node-agent"),
+];
+
+/// Members whose normal (non-dev) dependency graph must not reach a runtime or I/O crate:
+/// the pure core and the wire types are functions of their inputs.
+pub const RUNTIME_FREE: &[&str] = &["fleet", "protocol"];
+
+/// Crates that do I/O or run tasks: an async runtime, sockets, TLS, storage, HTTP.
+pub const RUNTIME_CRATES: &[&str] = &[
+    "tokio", "mio", "socket2", "quinn", "rustls", "sled", "openraft", "hyper", "reqwest",
 ];
 
 /// One dependency edge between workspace members.
@@ -154,6 +205,66 @@ pub fn from_metadata(meta: &serde_json::Value) -> (BTreeSet<String>, Vec<Edge>) 
     (members, edges)
 }
 
+/// Every runtime crate a [`RUNTIME_FREE`] member reaches through normal dependencies, from
+/// `cargo metadata` JSON *with* its resolve graph (not `--no-deps`), as readable sentences.
+pub fn runtime_violations(meta: &serde_json::Value) -> Vec<String> {
+    let name_of = |id: &str| -> String {
+        meta["packages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["id"].as_str() == Some(id))
+            .and_then(|p| p["name"].as_str())
+            .unwrap_or(id)
+            .to_string()
+    };
+    // package id -> normal dependency ids
+    let mut normal: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for node in meta["resolve"]["nodes"].as_array().into_iter().flatten() {
+        let Some(id) = node["id"].as_str() else {
+            continue;
+        };
+        let deps = node["deps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|d| {
+                d["dep_kinds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|k| k["kind"].is_null())
+            })
+            .filter_map(|d| d["pkg"].as_str().map(str::to_string))
+            .collect();
+        normal.insert(id.to_string(), deps);
+    }
+    let mut out = Vec::new();
+    for member in RUNTIME_FREE {
+        let Some(start) = normal.keys().find(|id| name_of(id) == *member).cloned() else {
+            continue;
+        };
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![start];
+        let mut found = BTreeSet::new();
+        while let Some(id) = stack.pop() {
+            for dep in normal.get(&id).into_iter().flatten() {
+                if seen.insert(dep.clone()) {
+                    let name = name_of(dep);
+                    if RUNTIME_CRATES.contains(&name.as_str()) {
+                        found.insert(name);
+                    }
+                    stack.push(dep.clone());
+                }
+            }
+        }
+        for name in found {
+            out.push(format!("{member} reaches the runtime crate {name}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +330,63 @@ mod tests {
         );
         assert!(
             v.contains(&"coordinator reaches pve transitively".to_string()),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_pure_core_reaching_a_runtime_fails_and_dev_dependencies_do_not_count() {
+        let meta = serde_json::json!({
+            "packages": [
+                {"id": "fleet 0.1", "name": "fleet"},
+                {"id": "protocol 0.1", "name": "protocol"},
+                {"id": "serde 1", "name": "serde"},
+                {"id": "helper 1", "name": "helper"},
+                {"id": "tokio 1", "name": "tokio"},
+                {"id": "rustls 0.23", "name": "rustls"}
+            ],
+            "resolve": {"nodes": [
+                {"id": "fleet 0.1", "deps": [
+                    {"pkg": "protocol 0.1", "dep_kinds": [{"kind": null}]},
+                    {"pkg": "rustls 0.23", "dep_kinds": [{"kind": "dev"}]}
+                ]},
+                {"id": "protocol 0.1", "deps": [
+                    {"pkg": "serde 1", "dep_kinds": [{"kind": null}]},
+                    {"pkg": "helper 1", "dep_kinds": [{"kind": null}]}
+                ]},
+                {"id": "helper 1", "deps": [
+                    {"pkg": "tokio 1", "dep_kinds": [{"kind": null}]}
+                ]},
+                {"id": "serde 1", "deps": []},
+                {"id": "tokio 1", "deps": []},
+                {"id": "rustls 0.23", "deps": []}
+            ]}
+        });
+        assert_eq!(
+            runtime_violations(&meta),
+            vec![
+                "fleet reaches the runtime crate tokio",
+                "protocol reaches the runtime crate tokio"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_cli_reaching_raft_through_the_coordinator_fails() {
+        let m = set(&["cli", "coordinator", "raft"]);
+        let v = violations(
+            &m,
+            &[
+                e("cli", "coordinator", false),
+                e("coordinator", "raft", false),
+            ],
+        );
+        assert!(
+            v.contains(&"forbidden dependency: cli -> coordinator".to_string()),
+            "{v:?}"
+        );
+        assert!(
+            v.contains(&"cli reaches raft transitively".to_string()),
             "{v:?}"
         );
     }

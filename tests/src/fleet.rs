@@ -1,8 +1,8 @@
-//! A whole fleet as real processes for end-to-end tests: a coordinator cluster
-//! ([`crate::coord_cluster`]), node agents joined with tokens (each its own process, SIGKILLed
-//! and restarted at will), VM specs applied and read back through the `pvefleet` CLI as JSON,
-//! and, for hosts whose PVE is a `pve-sim serve` process, a look at the host through the PVE
-//! API, behind the fleet's back.
+//! A whole fleet as real processes for end-to-end tests, launched by `lab`: a coordinator
+//! cluster ([`crate::coord_cluster`]), node agents joined with tokens (each its own process,
+//! SIGKILLed and restarted at will), VM specs applied and read back through the `pvefleet` CLI
+//! as JSON, and, for hosts whose PVE is a `pve-sim serve` process, a look at the host through
+//! the PVE API, behind the fleet's back.
 //!
 //! ```text
 //!  test ──pvefleet CLI (json)──▶ coordinators (3 processes)
@@ -12,7 +12,6 @@
 //!        pvefleet-agent (pvesh) ─────┘───▶ pvesh-sim ──▶ pve-sim serve
 //! ```
 
-mod agent;
 mod pve_node;
 
 use std::collections::BTreeMap;
@@ -25,18 +24,16 @@ use protocol::spec::{
     VmSpec, VmSpecFile, VmidRangeSpec,
 };
 
-pub use agent::{AgentProcess, HostOptions, PveAccess};
-pub use pve_node::{PveNode, node_config};
+pub use lab::pve_node::{PveNode, node_config};
+pub use lab::{Agent, HostOptions, PveAccess};
+pub use pve_node::PveClient;
 
 use crate::coord_cluster::Cluster;
 
 /// A coordinator cluster and its agents. Dropping it kills every process, the agents first.
 pub struct Fleet {
-    /// The agents, in the order they were added (declared first: dropped first).
-    pub agents: Vec<AgentProcess>,
-    /// The coordinators.
+    /// The coordinators and, in its lab, the agents.
     pub cluster: Cluster,
-    rt: tokio::runtime::Runtime,
     dir: tempfile::TempDir,
 }
 
@@ -56,11 +53,11 @@ pub struct HostVm {
 impl Fleet {
     /// `coordinators` members (1, 3 or 5), all voters, and no agent yet.
     pub fn start(coordinators: usize) -> Fleet {
-        crate::https_sim::install_crypto();
+        crate::test_lab::install_crypto();
         let mut cluster = Cluster::found(&[]);
         for _ in 1..coordinators {
             let token = cluster.coordinator_token();
-            let via = cluster.members[0].listen;
+            let via = cluster.member(0).listen;
             cluster.join(&token, via);
         }
         cluster.wait_status("every member a voter", Duration::from_secs(120), |v| {
@@ -68,17 +65,15 @@ impl Fleet {
                 .as_array()
                 .is_some_and(|m| m.iter().filter(|m| m["role"] == "voter").count() == coordinators)
         });
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
         Fleet {
             cluster,
-            agents: Vec::new(),
-            rt,
             dir: tempfile::tempdir().expect("temp dir"),
         }
+    }
+
+    /// The agents, in the order they were added.
+    pub fn agents(&self) -> &[Agent] {
+        self.cluster.lab.agents()
     }
 
     /// Joins and starts an agent for `opts`; its index in [`Fleet::agents`].
@@ -87,13 +82,13 @@ impl Fleet {
             .cluster
             .cli_json(&["token", "create", "--role", "agent", "--uses", "1"]);
         let token = v["token"].as_str().expect("token").to_string();
-        let via = self.cluster.members[0].listen.to_string();
-        let mut agent = AgentProcess::join(self.dir.path(), &opts, &token, &via);
-        agent.start();
-        let id = agent.node_id;
-        self.agents.push(agent);
-        self.wait_host_online(id);
-        self.agents.len() - 1
+        let i = self
+            .cluster
+            .rt
+            .block_on(self.cluster.lab.add_agent(&opts, &token))
+            .unwrap_or_else(|e| panic!("adding host {}: {e}", opts.name));
+        self.wait_host_online(self.agents()[i].node_id);
+        i
     }
 
     /// Waits until host `id` is online with its PVE facts recorded (what the scheduler needs
@@ -120,16 +115,36 @@ impl Fleet {
     }
 
     /// The agent of host `name`.
-    pub fn agent(&mut self, name: &str) -> &mut AgentProcess {
-        self.agents
-            .iter_mut()
-            .find(|a| a.name == name)
-            .unwrap_or_else(|| panic!("no agent {name}"))
+    pub fn agent(&self, name: &str) -> &Agent {
+        let i = self.agent_index(name);
+        &self.agents()[i]
+    }
+
+    fn agent_index(&self, name: &str) -> usize {
+        self.cluster
+            .lab
+            .agent_index(name)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// SIGKILL the agent of host `name` (its PVE host keeps running).
+    pub fn kill9_agent(&mut self, name: &str) {
+        let i = self.agent_index(name);
+        self.cluster.rt.block_on(self.cluster.lab.kill_agent(i));
+    }
+
+    /// Runs the agent of host `name` again and waits for its ready line.
+    pub fn start_agent(&mut self, name: &str) {
+        let i = self.agent_index(name);
+        self.cluster
+            .rt
+            .block_on(self.cluster.lab.start_agent(i))
+            .unwrap_or_else(|e| panic!("restarting agent {name}: {e}"));
     }
 
     /// Runs a future on the fleet's runtime (for PVE API calls of a test).
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.rt.block_on(f)
+        self.cluster.block_on(f)
     }
 
     /// `pvefleet <kind> apply -f FILE` with `file` written as TOML.
@@ -216,7 +231,7 @@ impl Fleet {
     /// through the PVE API.
     pub fn host_vms(&self) -> Vec<HostVm> {
         let mut all = Vec::new();
-        for agent in &self.agents {
+        for agent in self.agents() {
             let Some(node) = &agent.pve else { continue };
             let list = self
                 .block_on(node.client().vm_list(&node.name, None))
@@ -233,9 +248,9 @@ impl Fleet {
 
     /// The PVE host process of host `name`.
     pub fn pve(&self, name: &str) -> &PveNode {
-        self.agents
+        self.agents()
             .iter()
-            .find(|a| a.name == name)
+            .find(|a| a.host == name)
             .and_then(|a| a.pve.as_ref())
             .unwrap_or_else(|| panic!("host {name} has no PVE process"))
     }

@@ -13,10 +13,7 @@ use pve_sim::server::{BoundServer, CertSource, Server, ServerConfig};
 use pve_sim::{Sim, SimConfig};
 use tokio_util::sync::CancellationToken;
 
-/// Install ring as the process-wide rustls provider (idempotent).
-pub fn install_crypto() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+use crate::test_lab::install_crypto;
 
 /// One simulator with one HTTPS listener per node.
 pub struct HttpsSim {
@@ -160,7 +157,7 @@ impl HttpsSim {
     pub fn pvesh_client(&self, node: &str) -> Client {
         let addr = self.addr(node);
         let cfg = PveshConfig {
-            program: crate::sim_process::workspace_binary("pvesh-sim"),
+            program: crate::test_lab::workspace_binary("pvesh-sim"),
             env: vec![
                 ("PVESIM_URL".into(), format!("https://{addr}")),
                 ("PVESIM_CA".into(), self.ca_file.display().to_string()),

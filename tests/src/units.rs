@@ -9,7 +9,7 @@
 //! ```
 //!
 //! The install-and-boot test (`tests/tests/packaging.rs`) builds and lints its packages with
-//! [`build_deb`] and [`lintian`]; `tests/tests/units.rs` runs the unit checks.
+//! [`build_deb`] and [`lintian`]; `tests/tests/it/units.rs` runs the unit checks.
 
 pub mod analyze;
 pub mod deb;

@@ -5,10 +5,12 @@
 
 use std::fmt;
 
+use crate::{NodeId, Role};
 use serde::{Deserialize, Serialize};
-use x509_parser::extensions::GeneralName;
 
-use crate::{NodeId, Role, TransportError};
+mod certificate;
+
+pub use certificate::peer_identity;
 
 /// The DNS suffix of every pvefleet certificate name.
 pub const DNS_SUFFIX: &str = ".pvefleet";
@@ -80,46 +82,10 @@ pub fn parse_identity_uri(uri: &str) -> Option<PeerIdentity> {
     (node_id.to_string() == id).then_some(PeerIdentity { role, node_id })
 }
 
-/// The identity a DER certificate carries.
-///
-/// Exactly one `urn:pvefleet:` URI SAN must be present, and the matching DNS SAN too: a
-/// certificate whose two names disagree is refused rather than trusted on either.
-pub fn peer_identity(cert_der: &[u8]) -> Result<PeerIdentity, TransportError> {
-    let (_, cert) = x509_parser::parse_x509_certificate(cert_der)
-        .map_err(|e| TransportError::Identity(format!("not an X.509 certificate: {e}")))?;
-    let san = cert
-        .subject_alternative_name()
-        .map_err(|e| TransportError::Identity(format!("bad subjectAltName: {e}")))?
-        .ok_or_else(|| TransportError::Identity("no subjectAltName".to_string()))?;
-    let mut uris = Vec::new();
-    let mut dns = Vec::new();
-    for name in &san.value.general_names {
-        match name {
-            GeneralName::URI(u) if u.starts_with(URI_PREFIX) => uris.push(*u),
-            GeneralName::DNSName(d) => dns.push(*d),
-            _ => {}
-        }
-    }
-    let [uri] = uris.as_slice() else {
-        return Err(TransportError::Identity(format!(
-            "expected exactly one {URI_PREFIX} URI SAN, found {}",
-            uris.len()
-        )));
-    };
-    let id = parse_identity_uri(uri)
-        .ok_or_else(|| TransportError::Identity(format!("malformed identity URI '{uri}'")))?;
-    let expected_dns = id.names().dns;
-    if !dns.contains(&expected_dns.as_str()) {
-        return Err(TransportError::Identity(format!(
-            "URI SAN says {id} but the DNS SAN {expected_dns} is missing"
-        )));
-    }
-    Ok(id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TransportError;
 
     #[test]
     fn names_follow_the_convention() {

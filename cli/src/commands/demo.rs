@@ -10,14 +10,11 @@
 //! ```
 //!
 //! Narration goes to standard error; the listings and the instructions go to standard output
-//! (with `--output json`, one document describing the running demo instead).
+//! (with `--output json`, one document describing the running demo instead). The processes
+//! are the `lab` launcher's; the demo adds the fleet, the narration and the report.
 
-mod binaries;
-mod cluster;
 mod error;
 mod fleet;
-mod layout;
-mod process;
 mod report;
 
 use std::ffi::OsString;
@@ -30,33 +27,42 @@ use protocol::admin::{ReadMode, VmList};
 use protocol::spec::FleetSpecFile;
 
 use super::Session;
-use crate::args::{Cli, DemoArgs};
+use crate::args::{Cli, Command, DemoArgs};
 use crate::exit::CliError;
 use crate::output::{OutputFormat, json};
-use binaries::Binaries;
 use client::AdminClient;
-use cluster::DemoCluster;
 use error::DemoError;
-use layout::Layout;
+use lab::binaries::{AGENT, COORDINATOR};
+use lab::{Binaries, HostOptions, Lab, LabOptions};
+use protocol::Role;
 use report::{DemoReady, HostInfo, MemberInfo};
 
 /// How often the demo looks at the fleet while it converges.
 const POLL: Duration = Duration::from_millis(500);
+/// How long the members may take to all become voters.
+const VOTERS_WAIT: Duration = Duration::from_secs(120);
+/// How long the hosts may take to register and report their PVE facts.
+const HOSTS_WAIT: Duration = Duration::from_secs(120);
 
 /// Runs the demo until Ctrl-C (or until ready with `--exit-when-ready`).
 pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<(), CliError> {
     check_args(args)?;
     let fleet = fleet::load(args.file.as_deref())?;
-    let bins = Binaries::beside_current_exe()?;
-    let layout = Layout::create(args.dir.as_deref())?;
+    let bins = Binaries::beside_current_exe().map_err(DemoError::from)?;
+    bins.require(&[COORDINATOR, AGENT])
+        .map_err(DemoError::from)?;
+    let mut options = LabOptions::new(bins.clone());
+    options.dir.clone_from(&args.dir);
+    options.prefix = "pvefleet-demo".to_string();
+    options.cluster_id = "demo".to_string();
+    let mut demo = Lab::new(options).map_err(DemoError::from)?;
     eprintln!(
         "pvefleet demo: {} and {} on 127.0.0.1\n  state: {}\n  logs:  {}",
         plural(args.coordinators, "coordinator"),
         plural(args.hosts, "simulated PVE host"),
-        layout.root.display(),
-        layout.logs().display()
+        demo.layout().root.display(),
+        demo.layout().logs().display()
     );
-    let mut demo = DemoCluster::new(layout, bins.clone());
 
     let started = tokio::select! {
         r = bring_up(&mut demo, &fleet, args) => Some(r),
@@ -83,7 +89,7 @@ pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<()
 
 /// Stops every process and removes the directory if the demo made it and all went well (a
 /// failed demo keeps its logs for a look).
-async fn close(demo: &mut DemoCluster, ok: bool) {
+async fn close(demo: &mut Lab, ok: bool) {
     let teardown = demo.stop().await;
     let killed = if teardown.killed > 0 {
         format!(
@@ -97,7 +103,7 @@ async fn close(demo: &mut DemoCluster, ok: bool) {
         "stopped {} processes{killed}",
         teardown.clean + teardown.killed
     );
-    let layout = &demo.layout;
+    let layout = demo.layout();
     let root = layout.root.display();
     if layout.temporary && ok {
         if !layout.remove_if_temporary() {
@@ -143,37 +149,31 @@ fn check_args(args: &DemoArgs) -> Result<(), DemoError> {
 }
 
 /// Starts every process, applies the fleet and waits until it is in its desired state.
-async fn bring_up(
-    demo: &mut DemoCluster,
-    fleet: &FleetSpecFile,
-    args: &DemoArgs,
-) -> Result<(), DemoError> {
+async fn bring_up(demo: &mut Lab, fleet: &FleetSpecFile, args: &DemoArgs) -> Result<(), DemoError> {
     demo.found().await?;
-    let mut client = demo.client()?;
-    if let Some(founder) = demo.members.first() {
-        eprintln!("  coordinator 1 is up at {}", founder.addr);
-    }
+    eprintln!("  coordinator 1 is up at {}", demo.member(0)?.listen);
     for n in 2..=args.coordinators {
-        demo.join_member(&client, n).await?;
-        if let Some(member) = demo.members.last() {
-            eprintln!("  coordinator {n} joined at {}", member.addr);
-        }
+        let i = demo.join_member().await?;
+        eprintln!("  coordinator {n} joined at {}", demo.member(i)?.listen);
     }
-    client.close().await;
-    client = demo.client()?;
-    demo.wait_voters(&client).await?;
+    demo.wait_voters(VOTERS_WAIT).await?;
     if args.coordinators > 1 {
-        eprintln!("  all {} coordinators are voters", demo.members.len());
+        eprintln!("  all {} coordinators are voters", demo.members().len());
     }
-    demo.start_agents(&client, args.hosts, args.task_speed, |agent| {
+    let token = demo.token(Role::Agent, args.hosts).await?;
+    for h in 0..args.hosts {
+        let i = demo
+            .add_agent(&HostOptions::demo(h, args.task_speed), &token)
+            .await?;
+        let agent = demo.agent(i)?;
         eprintln!(
             "  agent {} is connected (host id {})",
             agent.host, agent.node_id
         );
-    })
-    .await?;
-    demo.wait_hosts_online(&client).await?;
-    eprintln!("  all {} hosts are online", demo.agents.len());
+    }
+    demo.wait_hosts_online(HOSTS_WAIT).await?;
+    eprintln!("  all {} hosts are online", demo.agents().len());
+    let client = demo.client()?;
     eprintln!(
         "applying the fleet: {} pool(s), {} VMID range(s), {} VIP(s), {} VMs",
         fleet.pool.len(),
@@ -189,7 +189,7 @@ async fn bring_up(
 
 /// Polls the VMs until every one is in its desired state, showing progress.
 async fn wait_converged(
-    demo: &mut DemoCluster,
+    demo: &mut Lab,
     client: &AdminClient,
     fleet: &FleetSpecFile,
     wait: Duration,
@@ -237,7 +237,7 @@ async fn wait_converged(
                 total: last.total,
                 after: wait,
                 details: last.pending_details(),
-                logs: demo.layout.logs(),
+                logs: demo.layout().logs(),
             });
         }
         tokio::time::sleep(POLL).await;
@@ -248,26 +248,26 @@ async fn wait_converged(
 /// json`, one document describing the demo instead.
 async fn show(
     session: &mut Session<'_>,
-    demo: &DemoCluster,
+    demo: &Lab,
     bins: &Binaries,
     fleet: &FleetSpecFile,
     keeps_running: bool,
 ) -> Result<(), CliError> {
     let ready = DemoReady {
-        dir: demo.layout.root.clone(),
-        cli_config: demo.layout.cli_config(),
-        logs: demo.layout.logs(),
+        dir: demo.layout().root.clone(),
+        cli_config: demo.cli_config(),
+        logs: demo.layout().logs(),
         bin_dir: bins.dir.clone(),
         coordinators: demo
-            .members
+            .members()
             .iter()
             .map(|m| MemberInfo {
                 node_id: m.node_id,
-                addr: m.addr.clone(),
+                addr: m.listen.to_string(),
             })
             .collect(),
         hosts: demo
-            .agents
+            .agents()
             .iter()
             .map(|a| HostInfo {
                 name: a.host.clone(),
@@ -280,7 +280,7 @@ async fn show(
         let text = json(&ready).map_err(|e| CliError::Output(e.to_string()))?;
         return write_out(session, &text);
     }
-    let config = demo.layout.cli_config();
+    let config = demo.cli_config();
     write_out(session, "\n$ pvefleet vm ls\n")?;
     listing(session, &config, &["vm", "ls"]).await?;
     write_out(session, "\n$ pvefleet host ls\n")?;
@@ -294,8 +294,15 @@ async fn listing(session: &mut Session<'_>, config: &Path, words: &[&str]) -> Re
     argv.extend(["--output", "table", "--timeout", "30"].map(OsString::from));
     argv.extend(words.iter().map(OsString::from));
     let cli = Cli::try_parse_from(argv).map_err(|e| CliError::Usage(e.to_string()))?;
-    let mut sub = Session::new(&cli, &mut *session.out, crate::now_millis());
-    let result = Box::pin(super::dispatch(&mut sub, &cli.command)).await;
+    let mut sub = Session::new(&cli, &mut *session.out, protocol::time::Now::read().millis);
+    // The two listings only: the demo never dispatches a command that could be itself.
+    let result = match &cli.command {
+        Command::Vm(c) => super::vm::run(&mut sub, c).await,
+        Command::Host(c) => super::host::run(&mut sub, c).await,
+        _ => Err(CliError::Usage(format!(
+            "the demo lists VMs and hosts only, not {words:?}"
+        ))),
+    };
     sub.finish().await;
     result
 }
@@ -309,7 +316,7 @@ fn write_out(session: &mut Session<'_>, text: &str) -> Result<(), CliError> {
 }
 
 /// Waits for Ctrl-C or SIGTERM, warning once about each child that exits meanwhile.
-async fn keep_running(demo: &mut DemoCluster) {
+async fn keep_running(demo: &mut Lab) {
     let signal = shutdown_signal();
     tokio::pin!(signal);
     loop {

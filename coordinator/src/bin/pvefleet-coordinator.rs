@@ -19,12 +19,12 @@ use coordinator::config::{
 };
 use coordinator::error::CoordinatorError;
 use coordinator::node::CoordinatorNode;
-use daemon::generate::{self, Generate, ManExtras};
-use daemon::signal::cancel_on_signal;
 use coordinator::setup::{
     AdminCertOptions, DEFAULT_ADMIN_ID, InitOptions, JoinOptions, init_cluster, issue_admin_cert,
     join_cluster, start_command,
 };
+use daemon::generate::{self, Generate, ManExtras};
+use daemon::signal::cancel_on_signal;
 use protocol::time::timestamp;
 use protocol::time::{Now, secs_to_millis};
 use tokio_util::sync::CancellationToken;

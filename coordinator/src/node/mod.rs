@@ -14,8 +14,11 @@
 
 pub(crate) mod membership;
 pub(crate) mod raft_setup;
+mod ready_line;
 pub(crate) mod renew;
-pub(crate) mod systemd;
+mod systemd;
+
+pub use ready_line::ReadyLine;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -27,7 +30,6 @@ use protocol::Role;
 use raft::NodeId;
 use raft::store::MachineHandle;
 use raft::types::Raft;
-use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -51,17 +53,6 @@ const TEARDOWN_WAIT: Duration = Duration::from_secs(30);
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// A forwarded call must answer before the caller's own call deadline expires.
 const FORWARD_MARGIN: Duration = Duration::from_secs(1);
-
-/// What `pvefleet-coordinator run` prints on stdout once the member is ready (one JSON line).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReadyLine {
-    /// The member's node id.
-    pub node_id: NodeId,
-    /// Its QUIC address.
-    pub listen: String,
-    /// Its local HTTP address.
-    pub http: String,
-}
 
 /// Starts coordinator members.
 #[derive(Debug)]

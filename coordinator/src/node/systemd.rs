@@ -10,7 +10,7 @@ use raft::NodeId;
 use raft::types::Raft;
 use tokio::sync::watch;
 
-use super::ReadyLine;
+use super::ready_line::ReadyLine;
 
 /// The STATUS= text: where the leadership stands, from this member's view.
 pub(crate) fn status_text(
@@ -64,7 +64,13 @@ impl Health for MemberHealth {
         let ready = self.ready.borrow_and_update().is_some();
         Reading::Serving {
             ready,
-            status: status_text(self.node_id, ready, m.state, m.current_leader, m.current_term),
+            status: status_text(
+                self.node_id,
+                ready,
+                m.state,
+                m.current_leader,
+                m.current_term,
+            ),
         }
     }
 }

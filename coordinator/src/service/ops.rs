@@ -15,6 +15,7 @@
 //! request (same `request_id`) joins the run its first attempt started ([`runs`]): a client's
 //! retry never restarts a VM twice, and a new operator command always runs anew.
 
+mod one_shot;
 mod plan;
 mod runs;
 
@@ -25,14 +26,12 @@ use protocol::admin::{
     HostStatusReply, RESTART_WAIT, SNAPSHOT_CHANGE_WAIT, SNAPSHOT_LIST_WAIT, VmExplain,
     VmExplainReply, VmPower, VmPowerAction, VmPowerReply, VmSnapshot, VmSnapshotReply,
 };
-use protocol::agent::{
-    CommandFailure, CommandOutput, Op, PowerAction, PowerOp, SnapshotAction, SnapshotOp,
-};
+use protocol::agent::{CommandOutput, Op, PowerAction, PowerOp, SnapshotAction, SnapshotOp};
 use protocol::spec::DesiredState;
 use transport::{RemoteError, Rpc};
 
+pub(crate) use self::one_shot::{OneShotRuns, one_shot_runs};
 use self::plan::{Placed, PowerPlan};
-use self::runs::Runs;
 use super::Ctx;
 use super::errors::unexpected;
 use fleet::state::CommandReply;
@@ -40,16 +39,6 @@ use protocol::time::Now;
 
 /// How long a restart lets the guest shut down before stopping it.
 pub(crate) const RESTART_SHUTDOWN_SECS: u32 = 60;
-
-type RunResult = Result<Result<CommandOutput, CommandFailure>, RemoteError>;
-
-/// One-shot commands in flight or just finished, of one member.
-pub(crate) type OneShotRuns = Arc<Runs<RunResult>>;
-
-/// An empty registry of one-shot runs for a new member.
-pub(crate) fn one_shot_runs() -> OneShotRuns {
-    Arc::new(Runs::new(runs::GRACE))
-}
 
 impl Ctx {
     /// `vm explain`: every host's verdict for the VM (this member leads).

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use daemon::generate::{self, Generate, ManExtras};
+use daemon::signal::cancel_on_signal;
 use node_agent::config::{
     AgentConfig, ConfigError, DEFAULT_CONFIG_PATH, DEFAULT_DATA_DIR, DEFAULT_LOG, PveConfig,
 };
 use node_agent::daemon::{Agent, AgentError};
-use daemon::generate::{self, Generate, ManExtras};
-use daemon::signal::cancel_on_signal;
 use node_agent::join::{JoinError, JoinOptions, join_cluster, start_command};
 use tokio_util::sync::CancellationToken;
 

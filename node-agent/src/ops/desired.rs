@@ -14,7 +14,7 @@ use pve::props::{
     DiskBus, DiskCache, DiskSlot, IpConfig, Ipv4Config, Ipv6Config, MacAddr, NetModel,
 };
 
-use super::plan::PlanError;
+use super::plan_error::PlanError;
 
 /// One NIC as wanted.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,165 +7,25 @@
 //! defaults (`cores` 1, `memory` 512, `bios` seabios, ...). Applying a plan and planning again
 //! gives an empty plan.
 
-use std::collections::BTreeMap;
-
-use pve::PveError;
-use pve::calls::{Bios, ConfigChanges};
+use pve::calls::Bios;
 use pve::props::{Discard, Disk, DiskCache, NetDevice};
 use pve::types::VmConfig;
 
 use super::desired::{DesiredDisk, DesiredNic, DesiredVm};
 use super::hotplug::applies_live;
 use super::notes;
+use builder::Builder;
 
+mod builder;
 mod cloud_init;
+mod config_plan;
 
-/// Why no plan can be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PlanError {
-    /// A value cannot be written (names the spec or config field).
-    #[error("invalid {field}: {reason}")]
-    Invalid {
-        /// The field.
-        field: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// The spec asks for a disk smaller than it is; PVE cannot shrink disks.
-    #[error(
-        "disk {slot} is {current_gib} GiB and the spec asks for {desired_gib} GiB: disks are never shrunk; set size_gib to at least {current_gib}"
-    )]
-    Shrink {
-        /// The slot.
-        slot: String,
-        /// Its size now, in GiB (rounded up).
-        current_gib: u64,
-        /// The spec's size.
-        desired_gib: u64,
-    },
-    /// A new volume needs a storage and none is known.
-    #[error("{what} needs a storage: give the disk a storage in the spec")]
-    NoStorage {
-        /// What needs it (`disk scsi1`, `the EFI disk`).
-        what: String,
-    },
-    /// A NIC draws from a pool but the command carries no address for it.
-    #[error("net{nic} draws from pool '{pool}' but no address was allocated for it")]
-    MissingAddress {
-        /// NIC index.
-        nic: u8,
-        /// Pool name.
-        pool: String,
-    },
-    /// A disk slot the spec wants holds something else.
-    #[error("slot {slot} holds {holds}; choose another slot")]
-    SlotTaken {
-        /// The slot.
-        slot: String,
-        /// What is there.
-        holds: String,
-    },
-}
-
-/// Grow a disk to a size.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resize {
-    /// The slot (`scsi0`).
-    pub slot: String,
-    /// Size now, bytes.
-    pub from_bytes: u64,
-    /// Size wanted, bytes.
-    pub to_bytes: u64,
-}
-
-/// What to change.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ConfigPlan {
-    /// Keys to set, with the exact values to send.
-    pub set: BTreeMap<String, String>,
-    /// Keys to remove.
-    pub delete: Vec<String>,
-    /// Disks to grow (after the config update).
-    pub resizes: Vec<Resize>,
-    /// Keys of `set`/`delete` a running VM is expected to keep pending until a restart.
-    pub needs_restart: Vec<String>,
-}
-
-impl ConfigPlan {
-    /// Whether the config needs an update (set or delete).
-    pub fn has_config_changes(&self) -> bool {
-        !self.set.is_empty() || !self.delete.is_empty()
-    }
-
-    /// Whether nothing at all differs.
-    pub fn is_empty(&self) -> bool {
-        !self.has_config_changes() && self.resizes.is_empty()
-    }
-
-    /// The update for `PUT .../config`, guarded by `digest`.
-    pub fn update(&self, digest: Option<&str>) -> ConfigChanges {
-        let mut c = self.creation().delete(&self.delete);
-        if let Some(d) = digest {
-            c = c.digest(d);
-        }
-        c
-    }
-
-    /// The settings for `POST /nodes/{node}/qemu` (create sends only keys to set).
-    pub fn creation(&self) -> ConfigChanges {
-        self.set
-            .iter()
-            .fold(ConfigChanges::new(), |c, (k, v)| c.raw(k, v))
-    }
-}
+pub use super::plan_error::PlanError;
+pub use config_plan::{ConfigPlan, Resize};
 
 const GIB: u64 = 1 << 30;
 /// PVE's defaults for keys a config may omit.
 const DEFAULT_MEMORY_MIB: u64 = 512;
-
-/// Collects the changes of one plan against the current config.
-struct Builder<'a> {
-    current: &'a VmConfig,
-    plan: ConfigPlan,
-}
-
-impl Builder<'_> {
-    fn set(&mut self, key: &str, value: String) {
-        self.plan.set.insert(key.to_string(), value);
-    }
-
-    fn set_if(&mut self, key: &str, differs: bool, value: impl FnOnce() -> String) {
-        if differs {
-            self.set(key, value());
-        }
-    }
-
-    /// Renders one key through the client's validated setter.
-    fn set_via(
-        &mut self,
-        key: &str,
-        build: impl FnOnce(ConfigChanges) -> ConfigChanges,
-    ) -> Result<(), PlanError> {
-        let changes = build(ConfigChanges::new());
-        changes.validate().map_err(|e| match e {
-            PveError::Invalid { field, reason } => PlanError::Invalid { field, reason },
-            other => PlanError::Invalid {
-                field: key.to_string(),
-                reason: other.to_string(),
-            },
-        })?;
-        let value = changes.get(key).ok_or_else(|| PlanError::Invalid {
-            field: key.to_string(),
-            reason: "no value rendered".into(),
-        })?;
-        self.set(key, value.to_string());
-        Ok(())
-    }
-
-    fn text(&self, key: &str) -> Option<String> {
-        self.current.get_str(key)
-    }
-}
 
 fn bad(key: &str, e: impl std::fmt::Display) -> PlanError {
     PlanError::Invalid {
@@ -415,28 +275,11 @@ fn disks(b: &mut Builder<'_>, want: &[DesiredDisk]) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// Storage for volumes the spec does not place itself (EFI vars, cloud-init drive): the
-/// first spec disk's storage, else the storage of the first disk the VM has.
-fn helper_storage(b: &Builder<'_>, d: &DesiredVm, what: &str) -> Result<String, PlanError> {
-    if let Some(s) = d.disks.iter().find_map(|d| d.storage.clone()) {
-        return Ok(s);
-    }
-    b.current
-        .disks()
-        .into_iter()
-        .filter_map(|(_, _, disk)| disk.ok())
-        .filter(|disk| !disk.is_cdrom())
-        .find_map(|disk| disk.storage().map(str::to_string))
-        .ok_or_else(|| PlanError::NoStorage {
-            what: what.to_string(),
-        })
-}
-
 fn efi_disk(b: &mut Builder<'_>, d: &DesiredVm) -> Result<(), PlanError> {
     if d.bios != Some(Bios::Ovmf) || b.text("efidisk0").is_some() {
         return Ok(());
     }
-    let storage = helper_storage(b, d, "the EFI disk of bios = \"ovmf\"")?;
+    let storage = b.helper_storage(d, "the EFI disk of bios = \"ovmf\"")?;
     b.set(
         "efidisk0",
         format!("{storage}:1,efitype=4m,pre-enrolled-keys=0"),

@@ -1,13 +1,44 @@
-//! Reading spec files (`pvefleet vm apply -f FILE`, the demo's example fleet): TOML with unknown
-//! keys refused, then every spec validated, errors naming the entry (`vm[2].nics[0].vlan`).
-//! Nothing is proposed unless the whole file is valid.
+//! Spec files (`pvefleet vm apply -f FILE`, the demo's example fleet): their shapes
+//! ([`VmSpecFile`], [`FleetSpecFile`]) and reading them: TOML with unknown keys refused, then
+//! every spec validated, errors naming the entry (`vm[2].nics[0].vlan`). Nothing is proposed
+//! unless the whole file is valid.
 
 use std::collections::BTreeSet;
 
+use serde::{Deserialize, Serialize};
+
 use super::{
-    FleetSpecFile, SpecError, VmSpec, VmSpecFile, validate_ip_pool, validate_spec, validate_vip,
-    validate_vmid_range,
+    IpPoolSpec, SpecError, VipSpec, VmSpec, VmidRangeSpec, validate_ip_pool, validate_spec,
+    validate_vip, validate_vmid_range,
 };
+
+/// A file of VM specs: `[[vm]]` tables.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmSpecFile {
+    /// The VMs, in file order.
+    #[serde(default)]
+    pub vm: Vec<VmSpec>,
+}
+
+/// A whole fleet in one file: VMs and the resources they use (`[[vm]]`, `[[pool]]`,
+/// `[[vmid_range]]`, `[[vip]]`). Every section is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSpecFile {
+    /// IP pools.
+    #[serde(default)]
+    pub pool: Vec<IpPoolSpec>,
+    /// VMID ranges.
+    #[serde(default)]
+    pub vmid_range: Vec<VmidRangeSpec>,
+    /// Virtual IPs.
+    #[serde(default)]
+    pub vip: Vec<VipSpec>,
+    /// VMs.
+    #[serde(default)]
+    pub vm: Vec<VmSpec>,
+}
 
 /// Why a spec file was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

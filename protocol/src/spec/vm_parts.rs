@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Labels;
+use super::labels::Labels;
 
 /// Declares a closed set of PVE values: serde and [`as_str`](Bios::as_str) use the same names.
 macro_rules! pve_enum {

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::Inner;
 use super::config_text::VmConfig;
 use super::drive::{Net, net_index, parse_kv};
+use super::inner::Inner;
 use super::request::{node, vmid};
 use super::vm::agent_enabled;
 use crate::{ApiError, Params, Reply};

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Inner;
 use super::config_text::section_json;
+use super::inner::Inner;
 use super::request::{node, vmid};
 use crate::{ApiError, Params, Reply};
 

@@ -25,6 +25,7 @@ mod config_update;
 mod disks;
 mod drive;
 mod ids;
+mod inner;
 mod job;
 mod network;
 mod ops_clone;
@@ -40,6 +41,7 @@ mod power;
 mod reads;
 mod request;
 mod resources;
+mod start_job;
 mod state;
 mod storage_reads;
 mod task_api;
@@ -47,6 +49,7 @@ mod tasks;
 mod vm;
 mod vm_status;
 mod volumes;
+mod worker;
 
 #[cfg(test)]
 mod tests_agent;
@@ -65,34 +68,16 @@ mod tests_snapshots;
 #[cfg(test)]
 mod tests_support;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use crate::faults::Faults;
 use crate::{ApiError, Caller, Params, Reply, Route, SimConfig, SimError};
-use state::State;
+use inner::Inner;
 
 /// The simulated cluster; cheap to clone (shared state).
 #[derive(Clone)]
 pub(crate) struct Cluster {
     inner: Arc<Inner>,
-}
-
-/// Shared by the API handlers and the task drivers.
-struct Inner {
-    state: Mutex<State>,
-    faults: Arc<Faults>,
-    time_scale: f64,
-    agent_ip_delay: f64,
-    quirks: bool,
-    version: String,
-    cluster_name: String,
-}
-
-impl Inner {
-    /// The state lock (a poisoned lock only means a panicking test thread).
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 impl Cluster {
@@ -108,6 +93,7 @@ impl Cluster {
         Ok(Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
+                jobs: Mutex::default(),
                 faults,
                 time_scale: config.time_scale,
                 agent_ip_delay: config.agent_ip_delay_secs.max(0.0),

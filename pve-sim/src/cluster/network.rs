@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::Inner;
+use super::inner::Inner;
 use super::request::node;
 use crate::{ApiError, Params, Reply};
 

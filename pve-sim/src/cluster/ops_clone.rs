@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::Inner;
 use super::clock::now_unix;
 use super::config_text::VmConfig;
 use super::drive::{Drive, Net, format_size, is_drive_key, is_unused_key, net_index, parse_kv};
 use super::ids::{random_mac, random_uuid};
+use super::inner::Inner;
 use super::job::{Job, JobCx, TaskOwner};
 use super::request::{check_quorum, node, upid_reply, vmid, vmid_param};
 use super::state::State;

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Inner;
 use super::config_keys::option_exists;
 use super::config_update::{UpdateReq, early_checks, run_update};
 use super::disks::{add_random_macs, precheck};
 use super::ids::random_uuid;
+use super::inner::Inner;
 use super::job::{Job, JobCx, TaskOwner};
 use super::request::{node, root_only, upid_reply, vmid};
 use super::state::State;

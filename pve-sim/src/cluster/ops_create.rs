@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::Inner;
 use super::bootstrap::QEMU_VERSION;
 use super::clock::now_unix;
 use super::config_text::VmConfig;
@@ -13,9 +12,10 @@ use super::config_update::unique_tags;
 use super::disks::{add_random_macs, create_disk, precheck};
 use super::drive::is_drive_key;
 use super::ids::{hash_password, random_uuid};
+use super::inner::Inner;
 use super::job::{Job, JobCx, TaskOwner};
-use super::ops_power::StartJob;
 use super::request::{check_quorum, node, upid_reply, vmid};
+use super::start_job::StartJob;
 use super::vm::{RunState, Vm, default_boot_order};
 use crate::{ApiError, Caller, Params, Reply};
 

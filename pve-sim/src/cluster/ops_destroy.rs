@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::Inner;
 use super::drive::{Drive, is_drive_key, is_unused_key, split_volid};
+use super::inner::Inner;
 use super::job::{Job, JobCx, TaskOwner};
 use super::request::{node, root_only, upid_reply, vmid};
 use super::state::State;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::Inner;
 use super::clock::{hms, now_unix};
 use super::drive::{Drive, Net, is_drive_key, is_unused_key, net_index, split_volid};
+use super::inner::Inner;
 use super::job::{Job, JobCx, TaskOwner};
 use super::request::{check_quorum, node, root_only, upid_reply, vmid};
 use super::state::State;

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::Inner;
 use super::config_update::apply_all_pending;
+use super::inner::Inner;
 use super::job::{Job, JobCx, TaskOwner};
-use super::power::{mark_stopped, prepare_start};
+use super::power::mark_stopped;
 use super::request::{check_quorum, node, root_only, truthy, upid_reply, vmid};
+use super::start_job::StartJob;
 use super::vm::{check_lock, conf_not_found};
 use crate::{ApiError, Caller, Params, Reply};
 
@@ -36,29 +37,6 @@ fn paused(cx: &Inner, node: &str, vmid: u32) -> bool {
     cx.state()
         .vm_on(node, vmid)
         .is_some_and(|vm| vm.run.running && vm.run.paused)
-}
-
-/// The worker of `qmstart`.
-pub(super) struct StartJob {
-    pub(super) node: String,
-    pub(super) vmid: u32,
-    pub(super) skiplock: bool,
-}
-
-impl Job for StartJob {
-    fn begin(&mut self, cx: &mut JobCx<'_>) -> Result<f64, String> {
-        prepare_start(cx.st, &self.node, self.vmid, self.skiplock, cx.log)?;
-        Ok(1.5)
-    }
-
-    fn finish(&mut self, cx: &mut JobCx<'_>) -> Result<(), String> {
-        let vm = cx.st.load_mut(&self.node, self.vmid)?;
-        if vm.run.running {
-            return Err(format!("VM {} already running", self.vmid));
-        }
-        super::power::mark_running(cx.st, &self.node, self.vmid);
-        Ok(())
-    }
 }
 
 /// `POST .../status/start`.

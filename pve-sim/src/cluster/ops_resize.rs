@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use super::Inner;
 use super::drive::{Drive, split_volid};
+use super::inner::Inner;
 use super::job::{Job, JobCx, TaskOwner};
 use super::request::{node, root_only, upid_reply, vmid};
 use super::state::State;

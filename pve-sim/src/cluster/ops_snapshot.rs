@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::Inner;
 use super::clock::now_unix;
 use super::drive::is_unused_key;
+use super::inner::Inner;
 use super::job::{Job, JobCx, TaskOwner};
-use super::ops_power::StartJob;
 use super::power::{mark_running, mark_stopped};
 use super::request::{node, upid_reply, vmid};
+use super::start_job::StartJob;
 use super::state::State;
 use super::vm::{check_lock, conf_missing, drives, memory_mib};
 use crate::{ApiError, Caller, Params, Reply};

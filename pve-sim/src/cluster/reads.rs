@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use sha1::{Digest, Sha1};
 
-use super::Inner;
+use super::inner::Inner;
 use super::request::node;
 use super::state::{Node, State};
 use super::vm_status::usage;

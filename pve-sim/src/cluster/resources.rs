@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::Inner;
+use super::inner::Inner;
 use super::reads::node_entry;
 use super::vm_status::usage;
 use crate::{ApiError, Params, Reply};

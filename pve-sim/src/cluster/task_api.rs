@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::Inner;
+use super::inner::Inner;
 use super::ops_config::split_list;
 use super::request::node;
 use super::tasks::{Task, Upid};

@@ -6,8 +6,6 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::job::Job;
-
 /// A decoded UPID.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Upid {
@@ -134,8 +132,6 @@ pub(super) struct Task {
     pub(super) upid_text: String,
     pub(super) log: TaskLog,
     pub(super) end: Option<TaskEnd>,
-    /// The work still to do (taken when the task completes or is interrupted).
-    pub(super) job: Option<Box<dyn Job>>,
     /// Scaled seconds of work left; frozen while the node is down.
     pub(super) remaining: f64,
     /// VM the task acts on (for fault matching).
@@ -161,7 +157,6 @@ impl Task {
                 msg
             }
         };
-        self.job = None;
         self.end = Some(TaskEnd {
             endtime,
             exitstatus,
@@ -218,7 +213,6 @@ impl TaskRegistry {
             upid_text: text.clone(),
             log: TaskLog::default(),
             end: None,
-            job: None,
             remaining: 0.0,
             vmid,
         });

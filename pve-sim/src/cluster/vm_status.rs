@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::Inner;
+use super::inner::Inner;
 use super::request::{node, vmid};
 use super::state::State;
 use super::vm::{Vm, agent_enabled, boot_disk, cpus, memory_mib};

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::{formats, indexed, pattern};
+use super::perl_truth::is_true;
+use super::{formats, indexed, pattern, property_string};
 
 /// Errors by path (`vmid`, `net0.bridge`), as PVE's `errors` hash.
 pub(crate) type Errors = BTreeMap<String, String>;
@@ -25,17 +26,6 @@ pub(crate) fn add_error(errors: &mut Errors, path: &str, msg: impl Into<String>)
         None => {
             errors.insert(path.to_string(), msg);
         }
-    }
-}
-
-/// Perl truthiness of a schema attribute (`optional: 1`, `default_key: 1`, ...).
-pub(crate) fn is_true(v: Option<&Value>) -> bool {
-    match v {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
-        Some(Value::String(s)) => formats::perl_true(s),
-        Some(Value::Array(_) | Value::Object(_)) => true,
-        _ => false,
     }
 }
 
@@ -191,7 +181,7 @@ pub(crate) fn check_prop(value: Option<&str>, schema: &Value, path: &str, errors
         _ => {}
     }
     if let Some(format) = obj.get("format")
-        && let Err(e) = formats::check_format(format, value, path)
+        && let Err(e) = check_format(format, value, path)
     {
         add_error(errors, path, format!("invalid format - {e}"));
         return;
@@ -330,5 +320,110 @@ pub(crate) fn check_object(
             ),
             _ => {}
         }
+    }
+}
+
+/// `check_format`: a property-string format (inline, or registered by name) is split and its
+/// sub-values checked here, recursing through [`check_object`]; any other name is a named
+/// format's. `Err` carries the `$@` text (with trailing newline).
+fn check_format(format: &Value, value: &str, path: &str) -> Result<(), String> {
+    if let Some(map) = format.as_object() {
+        return check_property_string(map, value, path);
+    }
+    let Some(name) = format.as_str() else {
+        return Ok(());
+    };
+    if let Some(hash) = formats::hash_format(name)
+        && let Some(map) = hash.as_object()
+    {
+        return check_property_string(map, value, path);
+    }
+    formats::check_named(name, value)
+}
+
+/// `parse_property_string`: split `data` as the `format` (sub-key → schema) says and check
+/// every sub-value. `path` is the parameter name, used for the nested error keys.
+///
+/// `Err` is the text PVE puts after `invalid format - `.
+pub(crate) fn check_property_string(
+    format: &Map<String, Value>,
+    data: &str,
+    path: &str,
+) -> Result<(), String> {
+    let res = property_string::parse(format, data)?;
+    let mut errors = Errors::new();
+    check_object(
+        path,
+        format,
+        &res,
+        Some(&Value::from(0)),
+        false,
+        &mut errors,
+    );
+    if errors.is_empty() {
+        return Ok(());
+    }
+    // PVE::Exception stringification: message, then one "key: error" line per error.
+    let mut text = String::from("format error\n");
+    for (k, v) in &errors {
+        text.push_str(&format!("{k}: {v}\n"));
+    }
+    Err(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check_net(data: &str) -> Result<(), String> {
+        let f = json!({
+            "model": {"default_key": 1, "type": "string", "enum": ["e1000", "virtio", "vmxnet3"]},
+            "bridge": {"type": "string", "format": "pve-bridge-id", "optional": 1},
+            "firewall": {"type": "boolean", "optional": 1},
+            "macaddr": {"type": "string", "format": "mac-addr", "optional": 1},
+            "tag": {"type": "integer", "minimum": 1, "maximum": 4094, "optional": 1},
+            "virtio": {"alias": "macaddr", "keyAlias": "model"},
+            "e1000": {"alias": "macaddr", "keyAlias": "model"},
+        });
+        check_property_string(f.as_object().unwrap(), data, "net0")
+    }
+
+    #[test]
+    fn a_valid_property_string_passes() {
+        assert_eq!(
+            check_net("virtio=BC:24:11:AA:BB:CC,bridge=vmbr0,tag=5"),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn split_errors_come_through_unchanged() {
+        assert_eq!(
+            check_net("virtio,foo=1").unwrap_err(),
+            "invalid key in comma-separated list property: foo\n"
+        );
+    }
+
+    #[test]
+    fn sub_value_errors_are_nested_under_the_parameter() {
+        assert_eq!(
+            check_net("virtio,tag=5000").unwrap_err(),
+            "format error\nnet0.tag: value must have a maximum value of 4094\n"
+        );
+        assert_eq!(
+            check_net("bridge=vmbr0").unwrap_err(),
+            "format error\nnet0.model: property is missing and it is not optional\n"
+        );
+        assert_eq!(
+            check_net("virtio,firewall=maybe").unwrap_err(),
+            "format error\nnet0.firewall: type check ('boolean') failed - got 'maybe'\n"
+        );
+        // A failing named format inside keeps its own newline: two newlines in a row.
+        assert_eq!(
+            check_net("virtio,macaddr=01:00:00:00:00:00").unwrap_err(),
+            "format error\nnet0.macaddr: invalid format - value does not look like a valid \
+             unicast MAC address\n\n"
+        );
     }
 }

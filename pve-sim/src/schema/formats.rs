@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use serde_json::{Value, json};
 
 use super::pattern::full_match;
-use super::property_string;
+use super::perl_truth::perl_true;
 
 /// PVE's `split_list`: NUL separated if there is a NUL, else `,`, `;` and whitespace.
 pub(crate) fn split_list(text: &str) -> Vec<String> {
@@ -29,19 +29,10 @@ pub(crate) fn split_list(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Perl truthiness of a string (`""` and `"0"` are false).
-pub(crate) fn perl_true(value: &str) -> bool {
-    !value.is_empty() && value != "0"
-}
-
-/// `check_format`: `Err` carries the `$@` text (with trailing newline).
-pub(crate) fn check_format(format: &Value, value: &str, path: &str) -> Result<(), String> {
-    if let Some(map) = format.as_object() {
-        return property_string::parse(map, value, path).map(|_| ());
-    }
-    let Some(name) = format.as_str() else {
-        return Ok(());
-    };
+/// `check_format` for a named format (`pve-vmid`, `<name>-list`, `<name>-opt`); property-string
+/// formats are the schema checker's (they check sub-values against a schema). `Err` carries
+/// the `$@` text (with trailing newline).
+pub(crate) fn check_named(name: &str, value: &str) -> Result<(), String> {
     if name == "regex" {
         return Ok(());
     }
@@ -52,12 +43,6 @@ pub(crate) fn check_format(format: &Value, value: &str, path: &str) -> Result<()
     } else {
         (name, Kind::Plain)
     };
-    if kind == Kind::Plain
-        && let Some(hash) = hash_format(name)
-        && let Some(map) = hash.as_object()
-    {
-        return property_string::parse(map, value, path).map(|_| ());
-    }
     match kind {
         Kind::List => {
             for item in split_list(value) {
@@ -78,7 +63,7 @@ enum Kind {
 }
 
 /// Property-string formats registered by name (the dump shows only their name).
-fn hash_format(name: &str) -> Option<Value> {
+pub(crate) fn hash_format(name: &str) -> Option<Value> {
     Some(match name {
         "pve-qm-ipconfig" => json!({
             "ip": {"type": "string", "format": "pve-ipv4-config", "optional": 1},
@@ -340,7 +325,7 @@ mod tests {
     use super::*;
 
     fn fmt(name: &str, v: &str) -> Result<(), String> {
-        check_format(&Value::String(name.into()), v, "x")
+        check_named(name, v)
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod check;
 mod formats;
 mod indexed;
 mod pattern;
+mod perl_truth;
 mod property_string;
 mod returns;
 
@@ -275,8 +276,8 @@ fn method_schema(method: HttpMethod, path: &str, def: &Value) -> MethodSchema {
             .map(str::to_string),
         allowtoken: def
             .get("allowtoken")
-            .is_none_or(|v| check::is_true(Some(v))),
-        protected: check::is_true(def.get("protected")),
+            .is_none_or(|v| perl_truth::is_true(Some(v))),
+        protected: perl_truth::is_true(def.get("protected")),
     }
 }
 

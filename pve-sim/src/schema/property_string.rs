@@ -1,13 +1,13 @@
-//! Property strings (`virtio=BC:24:11:..,bridge=vmbr0,firewall=1`): parsed and checked as
-//! `JSONSchema::parse_property_string` does, including its `die` texts, default keys,
-//! aliases (`virtio=<mac>` stores `model=virtio`, `macaddr=<mac>`) and the nested
-//! `format error` exception whose per-key lines name `<param>.<key>`.
+//! Property strings (`virtio=BC:24:11:..,bridge=vmbr0,firewall=1`): split into sub-keys as
+//! `JSONSchema::parse_property_string` does, including its `die` texts, default keys and
+//! aliases (`virtio=<mac>` stores `model=virtio`, `macaddr=<mac>`). The sub-values are then
+//! checked by the schema checker (`check.rs`), which recurses into property strings.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::check::{Errors, check_object, is_true};
+use super::perl_truth::{is_true, perl_true};
 
 /// `parse_boolean`: the lenient boolean of property strings.
 fn parse_boolean(v: &str) -> Option<&'static str> {
@@ -22,14 +22,14 @@ fn die(message: String) -> Result<BTreeMap<String, String>, String> {
     Err(format!("{message}\n"))
 }
 
-/// Parse `data` against the property-string `format` (sub-key → schema) and check every
-/// sub-value. `path` is the parameter name, used for the nested error keys.
+/// Split `data` into sub-keys as the property-string `format` (sub-key → schema) says:
+/// aliases, the default key, booleans normalized. Checking the sub-values against their
+/// schemas is the checker's ([`check_property_string`](super::check::check_property_string)).
 ///
 /// `Err` is the text PVE puts after `invalid format - `.
 pub(crate) fn parse(
     format: &Map<String, Value>,
     data: &str,
-    path: &str,
 ) -> Result<BTreeMap<String, String>, String> {
     let mut res: BTreeMap<String, String> = BTreeMap::new();
     let mut default_key: Option<String> = None;
@@ -83,7 +83,7 @@ pub(crate) fn parse(
                 return die("value without key, but schema does not define a default key".into());
             };
             default_key = Some(key.clone());
-            if res.get(key).is_some_and(|v| super::formats::perl_true(v)) {
+            if res.get(key).is_some_and(|v| perl_true(v)) {
                 return die(format!(
                     "duplicate key in comma-separated list property: {key}"
                 ));
@@ -94,24 +94,7 @@ pub(crate) fn parse(
         }
     }
 
-    let mut errors = Errors::new();
-    check_object(
-        path,
-        format,
-        &res,
-        Some(&Value::from(0)),
-        false,
-        &mut errors,
-    );
-    if errors.is_empty() {
-        return Ok(res);
-    }
-    // PVE::Exception stringification: message, then one "key: error" line per error.
-    let mut text = String::from("format error\n");
-    for (k, v) in &errors {
-        text.push_str(&format!("{k}: {v}\n"));
-    }
-    Err(text)
+    Ok(res)
 }
 
 #[cfg(test)]
@@ -133,7 +116,7 @@ mod tests {
 
     fn parse_net(data: &str) -> Result<BTreeMap<String, String>, String> {
         let f = net_format();
-        parse(f.as_object().unwrap(), data, "net0")
+        parse(f.as_object().unwrap(), data)
     }
 
     #[test]
@@ -175,30 +158,8 @@ mod tests {
         }
         let f = json!({"a": {"type": "string"}});
         assert_eq!(
-            parse(f.as_object().unwrap(), "x", "p").unwrap_err(),
+            parse(f.as_object().unwrap(), "x").unwrap_err(),
             "value without key, but schema does not define a default key\n"
-        );
-    }
-
-    #[test]
-    fn sub_value_errors_are_nested_under_the_parameter() {
-        assert_eq!(
-            parse_net("virtio,tag=5000").unwrap_err(),
-            "format error\nnet0.tag: value must have a maximum value of 4094\n"
-        );
-        assert_eq!(
-            parse_net("bridge=vmbr0").unwrap_err(),
-            "format error\nnet0.model: property is missing and it is not optional\n"
-        );
-        assert_eq!(
-            parse_net("virtio,firewall=maybe").unwrap_err(),
-            "format error\nnet0.firewall: type check ('boolean') failed - got 'maybe'\n"
-        );
-        // A failing named format inside keeps its own newline: two newlines in a row.
-        assert_eq!(
-            parse_net("virtio,macaddr=01:00:00:00:00:00").unwrap_err(),
-            "format error\nnet0.macaddr: invalid format - value does not look like a valid \
-             unicast MAC address\n\n"
         );
     }
 }

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::check::is_true;
+use super::perl_truth::is_true;
 
 fn describe(v: &Value) -> String {
     match v {

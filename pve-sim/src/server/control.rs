@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::body::{OneChunk, read_body};
-use super::handler::respond;
+use super::response::respond;
 use crate::auth::{Credentials, Principal};
 use crate::faults::FaultSettings;
 use crate::route::HttpMethod;

@@ -4,12 +4,12 @@
 //! the message; a drop fault closes the connection instead.
 
 use hyper::body::Incoming;
-use hyper::ext::ReasonPhrase;
-use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, HeaderValue};
-use hyper::{Request, Response, StatusCode};
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap};
+use hyper::{Request, Response};
 use tokio_util::sync::CancellationToken;
 
 use super::body::{OneChunk, ReadError, read_body};
+use super::response::respond;
 use super::{control, params};
 use crate::auth::{Credentials, Principal};
 use crate::route::HttpMethod;
@@ -31,31 +31,6 @@ impl std::fmt::Display for Dropped {
 }
 
 impl std::error::Error for Dropped {}
-
-/// Build an answer with PVE's headers. `Connection: close` on errors, as pveproxy.
-pub(crate) fn respond(status: u16, reason: &str, body: Vec<u8>) -> Response<OneChunk> {
-    let body = OneChunk::new(body);
-    let has_body = !body.is_empty();
-    let mut resp = Response::new(body);
-    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = resp.headers_mut();
-    headers.insert("server", HeaderValue::from_static("pve-api-daemon/3.0"));
-    headers.insert("cache-control", HeaderValue::from_static("max-age=0"));
-    headers.insert("pragma", HeaderValue::from_static("no-cache"));
-    if has_body {
-        headers.insert(
-            CONTENT_TYPE,
-            HeaderValue::from_static("application/json;charset=UTF-8"),
-        );
-    }
-    if status >= 400 {
-        headers.insert("connection", HeaderValue::from_static("close"));
-    }
-    if let Ok(phrase) = ReasonPhrase::try_from(reason.as_bytes()) {
-        resp.extensions_mut().insert(phrase);
-    }
-    resp
-}
 
 /// An error answer of the HTTP layer itself (no JSON formatter involved).
 fn plain_error(status: u16, message: &str) -> Response<OneChunk> {

@@ -12,6 +12,7 @@ mod body;
 mod control;
 mod handler;
 mod params;
+mod response;
 mod tls;
 
 use std::net::SocketAddr;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{systemd_file, unit_values};
-use crate::sim_process::workspace_binary;
+use crate::test_lab::workspace_binary;
 
 /// What `systemd-analyze verify` said of a unit.
 #[derive(Debug, Clone)]

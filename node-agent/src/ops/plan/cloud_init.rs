@@ -5,8 +5,9 @@
 
 use pve::props::{Disk, DiskBus, Media};
 
-use super::{Builder, PlanError, helper_storage};
+use super::builder::Builder;
 use crate::ops::desired::{DesiredVm, snippet_file};
+use crate::ops::plan_error::PlanError;
 
 /// A cloud-init drive: `local-lvm:vm-101-cloudinit`, `local:101/vm-101-cloudinit.qcow2`.
 fn is_cloudinit_drive(disk: &Disk) -> bool {
@@ -89,7 +90,7 @@ pub(super) fn cloud_init(b: &mut Builder<'_>, d: &DesiredVm) -> Result<(), PlanE
         .into_iter()
         .any(|(_, _, disk)| disk.is_ok_and(|disk| is_cloudinit_drive(&disk)));
     if !has_drive {
-        let storage = helper_storage(b, d, "the cloud-init drive")?;
+        let storage = b.helper_storage(d, "the cloud-init drive")?;
         let (bus, n) = cloudinit_slot(b, d).ok_or_else(|| PlanError::SlotTaken {
             slot: "ide0-3, sata0-5".into(),
             holds: "other drives (no free slot for the cloud-init drive)".into(),

@@ -1,0 +1,83 @@
+//! Why the lab could not start, drive or stop a part of its fleet. Each message names the part
+//! (`coordinator 2`, `agent pve-a`, `pve-sim pve-a`), where its log is, and what to do.
+
+use std::path::PathBuf;
+
+use client::ClientError;
+
+/// A failure of the launcher.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// The path of the running executable is unknown, so its sibling binaries cannot be found.
+    #[error(
+        "cannot locate the running executable ({0}): run it by its path, e.g. target/release/pvefleet demo"
+    )]
+    CurrentExe(std::io::Error),
+    /// A binary the lab runs is not where the workspace builds it.
+    #[error(
+        "{name} not found in {}: the lab runs the binaries built beside the running program; \
+         build them all with `cargo build --release --bins` (tests: `cargo build --bins`)",
+        dir.display()
+    )]
+    MissingBinary {
+        /// The binary's file name.
+        name: String,
+        /// Where it was looked for.
+        dir: PathBuf,
+    },
+    /// The lab's directory cannot be used.
+    #[error("{}: {reason}", path.display())]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        reason: String,
+    },
+    /// A child process could not be started or signalled.
+    #[error("cannot start {what}: {source}")]
+    Spawn {
+        /// The part.
+        what: String,
+        /// The system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A one-shot step (`init`, `join`) failed.
+    #[error("{what} failed ({status}):\n{output}")]
+    Step {
+        /// The step.
+        what: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// What it printed.
+        output: String,
+    },
+    /// A long-running child exited or stayed silent instead of printing its ready line, or
+    /// the fleet did not reach a state in time.
+    #[error("{what} {problem}; the end of its log {}:\n{tail}", log.display())]
+    NotReady {
+        /// The part.
+        what: String,
+        /// `exited before it was ready (status)`, `printed no ready line within N s`, ...
+        problem: String,
+        /// Its log file (or the log directory).
+        log: PathBuf,
+        /// The last lines of the log.
+        tail: String,
+    },
+    /// An action named a part the lab does not have or that is in the wrong state.
+    #[error("{0}")]
+    NoSuchPart(String),
+    /// A cluster call failed.
+    #[error("{0}")]
+    Client(#[from] ClientError),
+    /// Writing a file of the lab failed.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+}

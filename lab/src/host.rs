@@ -1,0 +1,216 @@
+//! One host of a lab: the options of its node agent and how it reaches PVE, and the agent's
+//! configuration file (`pvefleet-agent run --config FILE`) written from them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::LabError;
+use crate::layout::{host_name, host_zone};
+use crate::pve_node::PveNode;
+
+/// How an agent reaches its PVE node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PveAccess {
+    /// `[pve] backend = "sim"`: a simulated node inside the agent process.
+    Sim,
+    /// `[pve] backend = "https"`: a `pve-sim serve` process, API token, CA file.
+    Https,
+    /// `[pve] backend = "pvesh"`: the `pvesh-sim` shim against a `pve-sim serve` process.
+    Pvesh,
+}
+
+/// One host of a lab.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostOptions {
+    /// The PVE node name.
+    pub name: String,
+    /// The agent's PVE backend.
+    pub access: PveAccess,
+    /// Labels placement matches.
+    pub labels: BTreeMap<String, String>,
+    /// Task duration multiplier of the simulated node (0 = instant, 1 = like real PVE).
+    pub time_scale: f64,
+    /// Seconds (before scaling) until a started guest reports its addresses.
+    pub agent_ip_delay_secs: f64,
+    /// The agent's heartbeat period.
+    pub heartbeat_ms: u64,
+    /// How often the agent collects its inventory; `None`: the agent's default.
+    pub inventory_ms: Option<u64>,
+    /// Logical CPUs of the simulated node.
+    pub cpus: u32,
+    /// Its memory in GiB.
+    pub memory_gib: u64,
+}
+
+impl HostOptions {
+    /// A host named `name` reached through `access`, with instant tasks, a 500 ms beat and an
+    /// inventory every second (what tests want: things happen at once).
+    pub fn new(name: impl Into<String>, access: PveAccess) -> HostOptions {
+        HostOptions {
+            name: name.into(),
+            access,
+            labels: BTreeMap::new(),
+            time_scale: 0.0,
+            agent_ip_delay_secs: 0.0,
+            heartbeat_ms: 500,
+            inventory_ms: Some(1000),
+            cpus: 16,
+            memory_gib: 64,
+        }
+    }
+
+    /// The `i`-th demo host (`pve-a`, `pve-b`, ..., zones `a` and `b` in turn), simulated in
+    /// its agent, with tasks `speed` times faster than real PVE and the guest agent reporting
+    /// addresses 8 s (before scaling) after a start, as a cloud image's boot would.
+    pub fn demo(i: u32, speed: u32) -> HostOptions {
+        let mut host = HostOptions::new(host_name(i), PveAccess::Sim).label("zone", host_zone(i));
+        host.time_scale = 1.0 / f64::from(speed.max(1));
+        host.agent_ip_delay_secs = 8.0;
+        host.heartbeat_ms = 1000;
+        host.inventory_ms = None;
+        host
+    }
+
+    /// The same host with tasks taking `time_scale` of their real PVE duration.
+    pub fn time_scale(mut self, time_scale: f64) -> HostOptions {
+        self.time_scale = time_scale;
+        self
+    }
+
+    /// The same host with a label.
+    pub fn label(mut self, key: &str, value: &str) -> HostOptions {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Whether the host's PVE is a `pve-sim serve` process of its own.
+    pub fn needs_pve_process(&self) -> bool {
+        self.access != PveAccess::Sim
+    }
+}
+
+/// An agent's configuration file and the environment its backend needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentFiles {
+    /// The configuration file.
+    pub config: PathBuf,
+    /// Environment variables for `pvefleet-agent run` (the `pvesh` shim's target).
+    pub env: Vec<(String, String)>,
+}
+
+/// Writes the configuration of the agent of `opts` to `path`: its data directory, host name,
+/// beat and inventory periods, labels, and the `[pve]` table of its backend (`pve` is its
+/// simulator process, needed by the https and pvesh backends; `pvesh_program` the shim).
+///
+/// # Errors
+/// [`LabError::Write`], or [`LabError::NoSuchPart`] if the backend needs a PVE process that
+/// is missing.
+pub fn write_agent_config(
+    opts: &HostOptions,
+    data_dir: &Path,
+    path: &Path,
+    pve: Option<&PveNode>,
+    pvesh_program: Option<&Path>,
+) -> Result<AgentFiles, LabError> {
+    let int = |n: u64| toml::Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+    let mut env = Vec::new();
+    let mut table = toml::Table::new();
+    table.insert("data_dir".into(), data_dir.display().to_string().into());
+    table.insert("host_name".into(), opts.name.clone().into());
+    table.insert("heartbeat_ms".into(), int(opts.heartbeat_ms));
+    if let Some(ms) = opts.inventory_ms {
+        table.insert("inventory_ms".into(), int(ms));
+    }
+    let labels: toml::Table = opts
+        .labels
+        .iter()
+        .map(|(k, v)| (k.clone(), toml::Value::from(v.clone())))
+        .collect();
+    table.insert("labels".into(), labels.into());
+    let mut backend = toml::Table::new();
+    let missing = || {
+        LabError::NoSuchPart(format!(
+            "host {}: its {:?} backend needs a PVE process",
+            opts.name, opts.access
+        ))
+    };
+    match opts.access {
+        PveAccess::Sim => {
+            backend.insert("backend".into(), "sim".into());
+            backend.insert("cpus".into(), int(u64::from(opts.cpus)));
+            backend.insert("memory_gib".into(), int(opts.memory_gib));
+            backend.insert("time_scale".into(), opts.time_scale.into());
+            backend.insert(
+                "agent_ip_delay_secs".into(),
+                opts.agent_ip_delay_secs.into(),
+            );
+        }
+        PveAccess::Https => {
+            let node = pve.ok_or_else(missing)?;
+            let ready = &node.server.ready;
+            backend.insert("backend".into(), "https".into());
+            backend.insert("url".into(), node.url().into());
+            backend.insert(
+                "token_file".into(),
+                ready.token_file.display().to_string().into(),
+            );
+            backend.insert("ca_file".into(), ready.cert.display().to_string().into());
+        }
+        PveAccess::Pvesh => {
+            let node = pve.ok_or_else(missing)?;
+            let program = pvesh_program.ok_or_else(missing)?;
+            backend.insert("backend".into(), "pvesh".into());
+            backend.insert("program".into(), program.display().to_string().into());
+            backend.insert("timeout_secs".into(), 120.into());
+            env.push(("PVESIM_URL".into(), node.url()));
+            env.push(("PVESIM_CA".into(), node.ca_file().display().to_string()));
+            env.push((
+                "PVESIM_PASSWORD_FILE".into(),
+                node.server.ready.password_file.display().to_string(),
+            ));
+        }
+    }
+    table.insert("pve".into(), backend.into());
+    let write = |source| LabError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = toml::to_string(&table).map_err(|e| write(std::io::Error::other(e)))?;
+    std::fs::write(path, text).map_err(write)?;
+    Ok(AgentFiles {
+        config: path.to_path_buf(),
+        env,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_host_configuration_names_the_host_its_zone_and_the_simulated_node() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("pve-b.toml");
+        let data_dir = tmp.path().join("pve-b");
+        let files =
+            write_agent_config(&HostOptions::demo(1, 10), &data_dir, &path, None, None).unwrap();
+        assert!(files.env.is_empty());
+        let back: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+        assert_eq!(back["host_name"].as_str(), Some("pve-b"));
+        assert_eq!(back["labels"]["zone"].as_str(), Some("b"));
+        assert_eq!(back["pve"]["backend"].as_str(), Some("sim"));
+        assert_eq!(back["pve"]["time_scale"].as_float(), Some(0.1));
+        assert!(!back.contains_key("inventory_ms"));
+        assert_eq!(back["data_dir"].as_str(), Some(data_dir.to_str().unwrap()));
+    }
+
+    #[test]
+    fn a_backend_that_needs_a_pve_process_refuses_without_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = HostOptions::new("h1", PveAccess::Https);
+        let e = write_agent_config(&opts, tmp.path(), &tmp.path().join("h1.toml"), None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs a PVE process"), "{e}");
+    }
+}

@@ -1,0 +1,744 @@
+//! The launcher: a fleet of real processes on one machine. It `init`s the first coordinator,
+//! `join`s further members and agents with one-use tokens, runs each as a child process with
+//! its log, waits for readiness (ready lines, voters, hosts online), acts out faults (SIGKILL,
+//! SIGTERM, SIGSTOP/SIGCONT, restart) and tears down in order: agents first (so no agent is
+//! left beating against a cluster that is going away), then their PVE hosts, then the
+//! members. Dropping a lab kills whatever still runs, in the same order.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bootstrap::cli_config::{CliConfig, CoordinatorAddr};
+use client::AdminClient;
+use protocol::Role;
+use protocol::admin::{ClusterStatus, HostList, ReadMode, TokenCreate};
+use protocol::fleet::{HostState, MemberRole};
+use tokio::process::Command;
+
+use crate::binaries::{AGENT, Binaries, COORDINATOR, PVESH_SIM};
+use crate::error::LabError;
+use crate::host::{AgentFiles, HostOptions, PveAccess, write_agent_config};
+use crate::layout::{Layout, free_loopback_addr};
+use crate::process::{Process, Stderr, Stopped, log_tail, run_step};
+use crate::pve_node::{PveNode, node_config};
+
+/// How long a child may take to print its ready line.
+const READY_WAIT: Duration = Duration::from_secs(60);
+/// How long a child may take to exit on SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(15);
+/// Per-call timeout of the lab's own admin calls (elections included).
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a join token the lab creates stays valid.
+const TOKEN_TTL_SECS: u64 = 600;
+
+/// How a lab runs.
+#[derive(Debug, Clone)]
+pub struct LabOptions {
+    /// Its directory (created, must be empty); `None`: a new temporary directory.
+    pub dir: Option<PathBuf>,
+    /// The name prefix of a temporary directory.
+    pub prefix: String,
+    /// The cluster id given to `init`.
+    pub cluster_id: String,
+    /// Where the programs are.
+    pub binaries: Binaries,
+    /// Where the children's stderr goes.
+    pub stderr: Stderr,
+    /// RUST_LOG of every child.
+    pub log_filter: String,
+    /// Extra arguments of every `pvefleet-coordinator run` (e.g. `--snapshot-logs 50`).
+    pub member_args: Vec<String>,
+}
+
+impl LabOptions {
+    /// A lab in a temporary directory running the programs of `binaries`, logs at `info`
+    /// into its files.
+    pub fn new(binaries: Binaries) -> LabOptions {
+        LabOptions {
+            dir: None,
+            prefix: "pvefleet-lab".to_string(),
+            cluster_id: "lab".to_string(),
+            binaries,
+            stderr: Stderr::Log,
+            log_filter: "info".to_string(),
+            member_args: Vec::new(),
+        }
+    }
+}
+
+/// What `pvefleet-coordinator run` prints when ready.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct MemberReady {
+    node_id: u64,
+    http: String,
+}
+
+/// One coordinator member.
+#[derive(Debug)]
+pub struct Member {
+    /// Its number in the lab (1 = the founder), which names its directory and log.
+    pub n: u32,
+    /// Its node id (from its ready line).
+    pub node_id: u64,
+    /// Its QUIC address.
+    pub listen: SocketAddr,
+    /// Its data directory.
+    pub dir: PathBuf,
+    /// The local HTTP address of its current run (`/metrics`, `/healthz`, `/readyz`).
+    pub http: Option<String>,
+    /// Its log file.
+    pub log: PathBuf,
+    process: Option<Process>,
+}
+
+/// One node agent (and its PVE host process, if its backend needs one).
+#[derive(Debug)]
+pub struct Agent {
+    /// Its PVE node name.
+    pub host: String,
+    /// Its node id (from its ready line).
+    pub node_id: u64,
+    /// Its data directory.
+    pub data_dir: PathBuf,
+    /// Its configuration file and environment.
+    pub files: AgentFiles,
+    /// Its log file.
+    pub log: PathBuf,
+    // Declared before `pve`: dropped (killed) first.
+    process: Option<Process>,
+    /// Its PVE host when that is a separate process (https and pvesh backends).
+    pub pve: Option<PveNode>,
+}
+
+impl Member {
+    /// Whether its process runs.
+    pub fn is_running(&mut self) -> bool {
+        self.process.as_mut().is_some_and(|p| p.exited().is_none())
+    }
+
+    /// Its process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(Process::pid)
+    }
+}
+
+impl Agent {
+    /// Whether its process runs.
+    pub fn is_running(&mut self) -> bool {
+        self.process.as_mut().is_some_and(|p| p.exited().is_none())
+    }
+
+    /// Its process id while it runs (for resource measurements).
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(Process::pid)
+    }
+}
+
+/// What a teardown did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Teardown {
+    /// Children that exited on SIGTERM.
+    pub clean: usize,
+    /// Children that had to be killed.
+    pub killed: usize,
+}
+
+/// A fleet of processes. Its parts are addressed by index, in the order they were added.
+#[derive(Debug)]
+pub struct Lab {
+    // Declared first: dropped (killed) first.
+    agents: Vec<Agent>,
+    members: Vec<Member>,
+    layout: Layout,
+    options: LabOptions,
+}
+
+/// The `node_id` and `http` of a member's ready line.
+fn parse_ready<T: serde::de::DeserializeOwned>(
+    process: &Process,
+    line: &str,
+) -> Result<T, LabError> {
+    serde_json::from_str(line).map_err(|e| LabError::NotReady {
+        what: process.what.clone(),
+        problem: format!("printed {line:?} instead of its JSON ready line ({e})"),
+        log: process.log.clone(),
+        tail: log_tail(&process.log),
+    })
+}
+
+impl Lab {
+    /// A lab with nothing running yet; its directory is made and its programs checked.
+    ///
+    /// # Errors
+    /// [`LabError::Dir`] or [`LabError::MissingBinary`].
+    pub fn new(options: LabOptions) -> Result<Lab, LabError> {
+        options.binaries.require(&[COORDINATOR, AGENT])?;
+        let layout = Layout::create(options.dir.as_deref(), &options.prefix)?;
+        Ok(Lab {
+            agents: Vec::new(),
+            members: Vec::new(),
+            layout,
+            options,
+        })
+    }
+
+    /// Where it lives.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Where its programs are.
+    pub fn binaries(&self) -> &Binaries {
+        &self.options.binaries
+    }
+
+    /// The CLI configuration: the founder's admin certificate and every member so far.
+    pub fn cli_config(&self) -> PathBuf {
+        self.layout.cli_config()
+    }
+
+    /// The members, founder first.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// The agents, in the order they were added.
+    pub fn agents(&self) -> &[Agent] {
+        &self.agents
+    }
+
+    /// Member `i`.
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`].
+    pub fn member(&self, i: usize) -> Result<&Member, LabError> {
+        self.members
+            .get(i)
+            .ok_or_else(|| LabError::NoSuchPart(format!("no member {i}")))
+    }
+
+    /// Agent `i`.
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`].
+    pub fn agent(&self, i: usize) -> Result<&Agent, LabError> {
+        self.agents
+            .get(i)
+            .ok_or_else(|| LabError::NoSuchPart(format!("no agent {i}")))
+    }
+
+    /// Whether member `i` runs.
+    pub fn member_runs(&mut self, i: usize) -> bool {
+        self.members.get_mut(i).is_some_and(Member::is_running)
+    }
+
+    /// Whether agent `i` runs.
+    pub fn agent_runs(&mut self, i: usize) -> bool {
+        self.agents.get_mut(i).is_some_and(Agent::is_running)
+    }
+
+    /// The index of the agent of host `host`.
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`].
+    pub fn agent_index(&self, host: &str) -> Result<usize, LabError> {
+        self.agents
+            .iter()
+            .position(|a| a.host == host)
+            .ok_or_else(|| LabError::NoSuchPart(format!("no agent of host {host}")))
+    }
+
+    /// A client with the current CLI configuration.
+    ///
+    /// # Errors
+    /// [`LabError::Client`] if the configuration cannot be read.
+    pub fn client(&self) -> Result<AdminClient, LabError> {
+        let config = CliConfig::load(&self.cli_config()).map_err(|e| LabError::Client(e.into()))?;
+        Ok(AdminClient::from_config(&config)?.with_timeout(CALL_TIMEOUT))
+    }
+
+    /// `init` member 1 and run it.
+    ///
+    /// # Errors
+    /// [`LabError`] naming the step that failed.
+    pub async fn found(&mut self) -> Result<(), LabError> {
+        if !self.members.is_empty() {
+            return Err(LabError::NoSuchPart(
+                "the cluster is founded already".into(),
+            ));
+        }
+        let dir = self.layout.coordinator_dir(1);
+        let listen = free_loopback_addr()?;
+        let mut init = Command::new(self.options.binaries.path(COORDINATOR)?);
+        init.arg("init").arg("--data-dir").arg(&dir).args([
+            "--listen",
+            &listen.to_string(),
+            "--cluster-id",
+            &self.options.cluster_id,
+        ]);
+        run_step("pvefleet-coordinator init", init).await?;
+        self.add_member(1, dir, listen).await?;
+        self.write_cli_config()
+    }
+
+    /// Joins a member with a new one-use token (through the founder) and runs it; its index.
+    ///
+    /// # Errors
+    /// [`LabError`] naming the step that failed.
+    pub async fn join_member(&mut self) -> Result<usize, LabError> {
+        let token = self.token(Role::Coordinator, 1).await?;
+        let via = self.member(0)?.listen;
+        self.join_member_with(&token, via).await
+    }
+
+    /// Joins a member with `token` through the member at `via` and runs it; its index.
+    ///
+    /// # Errors
+    /// [`LabError`] naming the step that failed.
+    pub async fn join_member_with(
+        &mut self,
+        token: &str,
+        via: SocketAddr,
+    ) -> Result<usize, LabError> {
+        let n = u32::try_from(self.members.len() + 1).unwrap_or(u32::MAX);
+        let dir = self.layout.coordinator_dir(n);
+        let listen = free_loopback_addr()?;
+        let mut join = Command::new(self.options.binaries.path(COORDINATOR)?);
+        join.args(["join", token, &via.to_string()])
+            .arg("--data-dir")
+            .arg(&dir)
+            .args(["--listen", &listen.to_string()]);
+        run_step(&format!("coordinator {n} join"), join).await?;
+        self.add_member(n, dir, listen).await?;
+        self.write_cli_config()?;
+        Ok(self.members.len() - 1)
+    }
+
+    /// A join token for `role`, good for `uses` joins.
+    ///
+    /// # Errors
+    /// [`LabError::Client`].
+    pub async fn token(&self, role: Role, uses: u32) -> Result<String, LabError> {
+        let reply = self
+            .client()?
+            .call(&TokenCreate {
+                role,
+                ttl_secs: Some(TOKEN_TTL_SECS),
+                uses: Some(uses),
+            })
+            .await?;
+        Ok(reply.token)
+    }
+
+    async fn add_member(
+        &mut self,
+        n: u32,
+        dir: PathBuf,
+        listen: SocketAddr,
+    ) -> Result<(), LabError> {
+        self.members.push(Member {
+            n,
+            node_id: 0,
+            listen,
+            dir,
+            http: None,
+            log: self.layout.coordinator_log(n),
+            process: None,
+        });
+        self.start_member(self.members.len() - 1).await
+    }
+
+    /// Runs member `i` (again) and waits for its ready line.
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if it runs already, else what the start failed on.
+    pub async fn start_member(&mut self, i: usize) -> Result<(), LabError> {
+        let program = self.options.binaries.path(COORDINATOR)?;
+        let (stderr, filter) = (self.options.stderr, self.options.log_filter.clone());
+        let args = self.options.member_args.clone();
+        let member = self
+            .members
+            .get_mut(i)
+            .ok_or_else(|| LabError::NoSuchPart(format!("no member {i}")))?;
+        if member.is_running() {
+            return Err(LabError::NoSuchPart(format!(
+                "member {} runs already",
+                member.n
+            )));
+        }
+        let mut run = Command::new(program);
+        run.arg("run")
+            .arg("--data-dir")
+            .arg(&member.dir)
+            .args(["--http", "127.0.0.1:0"])
+            .args(&args)
+            .env("RUST_LOG", filter);
+        let what = format!("coordinator {}", member.n);
+        let (process, line) = Process::start(&what, run, &member.log, stderr, READY_WAIT).await?;
+        let ready: MemberReady = parse_ready(&process, &line)?;
+        member.node_id = ready.node_id;
+        member.http = Some(ready.http);
+        member.process = Some(process);
+        Ok(())
+    }
+
+    /// SIGKILL member `i`: no shutdown, no flush beyond what was already durable.
+    pub async fn kill_member(&mut self, i: usize) {
+        if let Some(p) = self.members.get_mut(i).and_then(|m| m.process.take()) {
+            p.kill().await;
+        }
+    }
+
+    /// SIGTERM member `i` and wait for it to exit (killed after the grace period).
+    pub async fn stop_member(&mut self, i: usize) -> Option<Stopped> {
+        let p = self.members.get_mut(i).and_then(|m| m.process.take())?;
+        Some(p.stop(STOP_GRACE).await)
+    }
+
+    /// SIGSTOP member `i` (frozen: to its peers, a hung host).
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if it does not run.
+    pub fn pause_member(&self, i: usize) -> Result<(), LabError> {
+        self.running_member(i)?.pause()
+    }
+
+    /// SIGCONT member `i` after [`Lab::pause_member`].
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if it does not run.
+    pub fn resume_member(&self, i: usize) -> Result<(), LabError> {
+        self.running_member(i)?.resume()
+    }
+
+    fn running_member(&self, i: usize) -> Result<&Process, LabError> {
+        self.member(i)?
+            .process
+            .as_ref()
+            .ok_or_else(|| LabError::NoSuchPart(format!("member {i} does not run")))
+    }
+
+    /// Writes the CLI configuration: the founder's admin certificate, every member so far
+    /// (so the CLI reaches the cluster whichever member is down).
+    fn write_cli_config(&self) -> Result<(), LabError> {
+        let members = self
+            .members
+            .iter()
+            .map(|m| CoordinatorAddr {
+                addr: m.listen.to_string(),
+                id: m.node_id,
+            })
+            .collect();
+        let path = self.cli_config();
+        CliConfig::for_node_dir(&self.layout.coordinator_dir(1), members)
+            .write(&path)
+            .map_err(|e| LabError::Write {
+                path,
+                source: std::io::Error::other(e.to_string()),
+            })
+    }
+
+    /// Waits until a leader leads `self.members().len()` voters.
+    ///
+    /// # Errors
+    /// [`LabError::NotReady`] after `timeout`, with what the cluster said last.
+    pub async fn wait_voters(&self, timeout: Duration) -> Result<(), LabError> {
+        let client = self.client()?;
+        let want = self.members.len();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let status = client.call(&ClusterStatus {}).await;
+            if let Ok(s) = &status
+                && s.leader.is_some()
+                && s.members
+                    .iter()
+                    .filter(|m| m.role == MemberRole::Voter)
+                    .count()
+                    == want
+            {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                let what = match status {
+                    Ok(s) => format!("members {:?}", s.members),
+                    Err(e) => e.to_string(),
+                };
+                return Err(LabError::NotReady {
+                    what: "the coordinator cluster".to_string(),
+                    problem: format!(
+                        "did not reach {want} voters within {} s ({what})",
+                        timeout.as_secs()
+                    ),
+                    log: self.layout.logs(),
+                    tail: String::new(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    /// Joins (with `token`, through the founder) and runs the agent of `opts`, starting its
+    /// PVE host process first when its backend needs one; its index.
+    ///
+    /// # Errors
+    /// [`LabError`] naming the step that failed.
+    pub async fn add_agent(&mut self, opts: &HostOptions, token: &str) -> Result<usize, LabError> {
+        let host = opts.name.clone();
+        let bins = self.options.binaries.clone();
+        let pve = if opts.needs_pve_process() {
+            let dir = self.layout.pve_dir(&host);
+            let config = node_config(&host, opts.cpus, opts.time_scale, opts.agent_ip_delay_secs);
+            Some(
+                PveNode::start(
+                    &bins,
+                    &host,
+                    &config,
+                    &self.layout.pve_config(&host),
+                    &dir,
+                    &self.layout.pve_log(&host),
+                    self.options.stderr,
+                )
+                .await?,
+            )
+        } else {
+            None
+        };
+        let data_dir = self.layout.agent_dir(&host);
+        let mut join = Command::new(bins.path(AGENT)?);
+        join.args(["join", token, &self.member(0)?.listen.to_string()])
+            .arg("--data-dir")
+            .arg(&data_dir);
+        run_step(&format!("agent {host} join"), join).await?;
+        let pvesh = match opts.access {
+            PveAccess::Pvesh => Some(bins.path(PVESH_SIM)?),
+            PveAccess::Sim | PveAccess::Https => None,
+        };
+        let files = write_agent_config(
+            opts,
+            &data_dir,
+            &self.layout.agent_config(&host),
+            pve.as_ref(),
+            pvesh.as_deref(),
+        )?;
+        self.agents.push(Agent {
+            log: self.layout.agent_log(&host),
+            host,
+            node_id: 0,
+            data_dir,
+            files,
+            process: None,
+            pve,
+        });
+        let i = self.agents.len() - 1;
+        self.start_agent(i).await?;
+        Ok(i)
+    }
+
+    /// Runs agent `i` (again) and waits for its ready line (a leader acknowledged it).
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if it runs already, else what the start failed on.
+    pub async fn start_agent(&mut self, i: usize) -> Result<(), LabError> {
+        let program = self.options.binaries.path(AGENT)?;
+        let (stderr, filter) = (self.options.stderr, self.options.log_filter.clone());
+        let agent = self
+            .agents
+            .get_mut(i)
+            .ok_or_else(|| LabError::NoSuchPart(format!("no agent {i}")))?;
+        if agent.is_running() {
+            return Err(LabError::NoSuchPart(format!(
+                "agent {} runs already",
+                agent.host
+            )));
+        }
+        let mut run = Command::new(program);
+        run.arg("run")
+            .arg("--config")
+            .arg(&agent.files.config)
+            .envs(agent.files.env.iter().map(|(k, v)| (k, v)))
+            .env("RUST_LOG", filter);
+        let what = format!("agent {}", agent.host);
+        let (process, line) = Process::start(&what, run, &agent.log, stderr, READY_WAIT).await?;
+        let ready: serde_json::Value = parse_ready(&process, &line)?;
+        agent.node_id = ready["node_id"]
+            .as_u64()
+            .ok_or_else(|| LabError::NotReady {
+                what: what.clone(),
+                problem: format!("printed {line:?}, a ready line without node_id"),
+                log: agent.log.clone(),
+                tail: String::new(),
+            })?;
+        agent.process = Some(process);
+        Ok(())
+    }
+
+    /// SIGKILL agent `i` (its PVE host keeps running, as a real host does).
+    pub async fn kill_agent(&mut self, i: usize) {
+        if let Some(p) = self.agents.get_mut(i).and_then(|a| a.process.take()) {
+            p.kill().await;
+        }
+    }
+
+    /// SIGTERM agent `i` and wait for it to exit (killed after the grace period).
+    pub async fn stop_agent(&mut self, i: usize) -> Option<Stopped> {
+        let p = self.agents.get_mut(i).and_then(|a| a.process.take())?;
+        Some(p.stop(STOP_GRACE).await)
+    }
+
+    /// SIGSTOP agent `i`.
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if it does not run.
+    pub fn pause_agent(&self, i: usize) -> Result<(), LabError> {
+        self.running_agent(i)?.pause()
+    }
+
+    /// SIGCONT agent `i` after [`Lab::pause_agent`].
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if it does not run.
+    pub fn resume_agent(&self, i: usize) -> Result<(), LabError> {
+        self.running_agent(i)?.resume()
+    }
+
+    fn running_agent(&self, i: usize) -> Result<&Process, LabError> {
+        self.agent(i)?
+            .process
+            .as_ref()
+            .ok_or_else(|| LabError::NoSuchPart(format!("agent {i} does not run")))
+    }
+
+    /// Waits until every agent's host is online with its PVE facts (storages, bridges,
+    /// templates) recorded, so the scheduler sees all of them.
+    ///
+    /// # Errors
+    /// [`LabError::NotReady`] after `timeout`, naming the hosts missing.
+    pub async fn wait_hosts_online(&self, timeout: Duration) -> Result<(), LabError> {
+        let client = self.client()?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let read = HostList {
+                read: ReadMode::Linearizable,
+            };
+            let missing: Vec<&str> = match client.call(&read).await {
+                Ok(reply) => self
+                    .agents
+                    .iter()
+                    .filter(|a| {
+                        !reply.hosts.iter().any(|h| {
+                            h.id == a.node_id && h.state == HostState::Online && h.facts.is_some()
+                        })
+                    })
+                    .map(|a| a.host.as_str())
+                    .collect(),
+                Err(_) => self.agents.iter().map(|a| a.host.as_str()).collect(),
+            };
+            if missing.is_empty() {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(LabError::NotReady {
+                    what: format!("host(s) {}", missing.join(", ")),
+                    problem: format!(
+                        "did not come online with their PVE facts within {} s",
+                        timeout.as_secs()
+                    ),
+                    log: self.layout.logs(),
+                    tail: String::new(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The first child found exited on its own: an error naming it with its log.
+    ///
+    /// # Errors
+    /// [`LabError::NotReady`] for that child.
+    pub fn check_alive(&mut self) -> Result<(), LabError> {
+        let processes = self
+            .members
+            .iter_mut()
+            .filter_map(|m| m.process.as_mut())
+            .chain(self.agents.iter_mut().filter_map(|a| a.process.as_mut()));
+        for p in processes {
+            if let Some(status) = p.exited() {
+                return Err(LabError::NotReady {
+                    what: p.what.clone(),
+                    problem: format!("exited unexpectedly ({status})"),
+                    log: p.log.clone(),
+                    tail: log_tail(&p.log),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the processes that exited on their own, so each is reported once.
+    pub fn forget_exited(&mut self) {
+        for m in &mut self.members {
+            if m.process.as_mut().is_some_and(|p| p.exited().is_some()) {
+                m.process = None;
+            }
+        }
+        for a in &mut self.agents {
+            if a.process.as_mut().is_some_and(|p| p.exited().is_some()) {
+                a.process = None;
+            }
+        }
+    }
+
+    /// Stops everything: the agents, then their PVE hosts, then the members, each group in
+    /// parallel, each child SIGTERM then SIGKILL after a grace period.
+    pub async fn stop(&mut self) -> Teardown {
+        let mut teardown = Teardown::default();
+        let agents = self
+            .agents
+            .iter_mut()
+            .filter_map(|a| a.process.take())
+            .collect();
+        stop_all(agents, &mut teardown).await;
+        let hosts = self
+            .agents
+            .iter_mut()
+            .filter_map(|a| a.pve.take())
+            .map(|n| n.server)
+            .collect::<Vec<_>>();
+        let mut set = tokio::task::JoinSet::new();
+        for server in hosts {
+            set.spawn(server.stop(STOP_GRACE));
+        }
+        count(&mut set, &mut teardown).await;
+        let members = self
+            .members
+            .iter_mut()
+            .filter_map(|m| m.process.take())
+            .collect();
+        stop_all(members, &mut teardown).await;
+        teardown
+    }
+
+    /// The lab's directory, when it is to be kept or shown.
+    pub fn root(&self) -> &Path {
+        &self.layout.root
+    }
+}
+
+async fn stop_all(processes: Vec<Process>, teardown: &mut Teardown) {
+    let mut set = tokio::task::JoinSet::new();
+    for p in processes {
+        set.spawn(p.stop(STOP_GRACE));
+    }
+    count(&mut set, teardown).await;
+}
+
+async fn count(set: &mut tokio::task::JoinSet<Stopped>, teardown: &mut Teardown) {
+    while let Some(done) = set.join_next().await {
+        match done {
+            Ok(Stopped::Exited(_)) => teardown.clean += 1,
+            // A stop task that panicked dropped its child, which kill_on_drop killed.
+            Ok(Stopped::Killed) | Err(_) => teardown.killed += 1,
+        }
+    }
+}

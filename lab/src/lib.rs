@@ -1,0 +1,28 @@
+//! pvefleet's one launcher: a fleet of real processes on one machine — coordinators, node
+//! agents and simulated PVE hosts (`pve-sim serve`) — on loopback. `pvefleet demo`, the
+//! end-to-end tests and the benches all start, fault and stop their fleets through it, so
+//! process spawning, readiness waiting and teardown exist once.
+//!
+//! ```text
+//!  Lab::new ─▶ found (init + run member 1) ─▶ join_member.. ─▶ wait_voters
+//!           ─▶ add_agent (pve-sim serve if https/pvesh, join, config, run) ─▶ wait_hosts_online
+//!  faults:     kill_/stop_/pause_/resume_/start_ member | agent
+//!  teardown:   stop(): agents, then their PVE hosts, then members (SIGTERM, grace, SIGKILL)
+//! ```
+//!
+//! Every child runs in its own process group with its log in the lab's directory
+//! ([`layout`]); its first stdout line is its ready line ([`process`]).
+
+pub mod binaries;
+pub mod error;
+pub mod host;
+pub mod lab;
+pub mod layout;
+pub mod process;
+pub mod pve_node;
+
+pub use binaries::Binaries;
+pub use error::LabError;
+pub use host::{HostOptions, PveAccess};
+pub use lab::{Agent, Lab, LabOptions, Member, Teardown};
+pub use process::{Stderr, Stopped};

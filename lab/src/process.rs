@@ -1,0 +1,368 @@
+//! The lab's child processes: one-shot steps (`init`, `join`) and long-running members,
+//! agents and simulators. A long-running child gets its own process group (so a terminal's
+//! Ctrl-C reaches only the launcher, which stops the children in order), its stderr goes to
+//! its log file (or the launcher's stderr, for tests), its first stdout line is its ready line
+//! and the rest of its stdout goes to the log. Stopping is SIGTERM, a grace period, then
+//! SIGKILL; a child dropped without being stopped is killed.
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+
+use crate::error::LabError;
+
+/// How many log lines an error shows.
+const TAIL_LINES: usize = 20;
+/// How long a child whose stdout closed without a ready line gets to exit.
+const EXIT_AFTER_EOF: Duration = Duration::from_secs(2);
+
+/// Where a long-running child's stderr goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stderr {
+    /// Its log file (the demo: the terminal stays readable).
+    #[default]
+    Log,
+    /// The launcher's own stderr (tests: the harness shows it with a failure).
+    Inherit,
+}
+
+/// A running child process of the lab.
+#[derive(Debug)]
+pub struct Process {
+    /// What it is, for messages (`coordinator 2`, `agent pve-a`).
+    pub what: String,
+    /// Its log file.
+    pub log: PathBuf,
+    child: Child,
+}
+
+/// How a child ended when it was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// It exited on SIGTERM within the grace period (or had already exited).
+    Exited(ExitStatus),
+    /// It had to be killed.
+    Killed,
+}
+
+/// Runs a one-shot step to completion; its standard output on success.
+///
+/// # Errors
+/// [`LabError::Spawn`] if it cannot start, [`LabError::Step`] with its output if it fails.
+pub async fn run_step(what: &str, mut cmd: Command) -> Result<String, LabError> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .map_err(|source| LabError::Spawn {
+            what: what.to_string(),
+            source,
+        })?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(stdout)
+    } else {
+        Err(LabError::Step {
+            what: what.to_string(),
+            status: out.status,
+            output: format!("{stdout}{}", String::from_utf8_lossy(&out.stderr)),
+        })
+    }
+}
+
+impl Process {
+    /// Starts `cmd` with its output in `log` and waits up to `wait` for its first stdout line,
+    /// which is returned. A child that exits or stays silent is reported with its log's tail.
+    ///
+    /// # Errors
+    /// [`LabError::Spawn`], [`LabError::Write`] (the log), [`LabError::NotReady`].
+    pub async fn start(
+        what: &str,
+        mut cmd: Command,
+        log: &Path,
+        stderr: Stderr,
+        wait: Duration,
+    ) -> Result<(Process, String), LabError> {
+        let write_err = |source| LabError::Write {
+            path: log.to_path_buf(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(write_err)?;
+        let stderr = match stderr {
+            Stderr::Log => Stdio::from(file),
+            Stderr::Inherit => Stdio::inherit(),
+        };
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .env("NO_COLOR", "1")
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| LabError::Spawn {
+                what: what.to_string(),
+                source,
+            })?;
+        let (tx, rx) = oneshot::channel();
+        if let Some(stdout) = child.stdout.take() {
+            tokio::spawn(forward_stdout(stdout, log.to_path_buf(), tx));
+        }
+        let not_ready = |problem: String| LabError::NotReady {
+            what: what.to_string(),
+            problem,
+            log: log.to_path_buf(),
+            tail: log_tail(log),
+        };
+        let exited = |status: std::io::Result<ExitStatus>| {
+            let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+            not_ready(format!("exited before it was ready ({status})"))
+        };
+        let line = tokio::select! {
+            line = rx => match line {
+                Ok(line) => Some(line),
+                // Its stdout closed without a ready line: it is exiting (or closed stdout on
+                // purpose); an exit is reported as one, not as a missing line.
+                Err(_) => match tokio::time::timeout(EXIT_AFTER_EOF, child.wait()).await {
+                    Ok(status) => return Err(exited(status)),
+                    Err(_) => None,
+                },
+            },
+            status = child.wait() => return Err(exited(status)),
+            () = tokio::time::sleep(wait) => None,
+        };
+        match line {
+            Some(line) => Ok((
+                Process {
+                    what: what.to_string(),
+                    log: log.to_path_buf(),
+                    child,
+                },
+                line,
+            )),
+            None => {
+                let _ = child.kill().await;
+                Err(not_ready(format!(
+                    "printed no ready line within {} s",
+                    wait.as_secs()
+                )))
+            }
+        }
+    }
+
+    /// Its process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Its exit status if it has exited (without waiting).
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Sends `signal` to it; `false` if it has exited (or cannot be signalled).
+    fn signal(&self, signal: Signal) -> bool {
+        self.child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw)
+            .is_some_and(|pid| kill_process(pid, signal).is_ok())
+    }
+
+    /// SIGSTOP: it freezes mid-flight (a hung host, as far as its peers can tell).
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if it has exited.
+    pub fn pause(&self) -> Result<(), LabError> {
+        self.signal_or_gone(Signal::STOP)
+    }
+
+    /// SIGCONT after [`Process::pause`].
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if it has exited.
+    pub fn resume(&self) -> Result<(), LabError> {
+        self.signal_or_gone(Signal::CONT)
+    }
+
+    fn signal_or_gone(&self, signal: Signal) -> Result<(), LabError> {
+        if self.signal(signal) {
+            Ok(())
+        } else {
+            Err(LabError::NoSuchPart(format!(
+                "{} is not running",
+                self.what
+            )))
+        }
+    }
+
+    /// SIGKILL and reap: no shutdown, nothing flushed beyond what was already durable.
+    pub async fn kill(mut self) -> Option<ExitStatus> {
+        let _ = self.child.kill().await;
+        self.exited()
+    }
+
+    /// SIGTERM, up to `grace` for it to exit, then SIGKILL. A paused child is resumed first,
+    /// or it could not act on SIGTERM.
+    pub async fn stop(mut self, grace: Duration) -> Stopped {
+        if let Some(status) = self.exited() {
+            return Stopped::Exited(status);
+        }
+        let _ = self.signal(Signal::CONT);
+        if self.signal(Signal::TERM)
+            && let Ok(Ok(status)) = tokio::time::timeout(grace, self.child.wait()).await
+        {
+            return Stopped::Exited(status);
+        }
+        let _ = self.child.kill().await;
+        Stopped::Killed
+    }
+}
+
+/// Sends the first stdout line to `ready`, then appends every further line to `log`.
+async fn forward_stdout(
+    stdout: tokio::process::ChildStdout,
+    log: PathBuf,
+    ready: oneshot::Sender<String>,
+) {
+    let mut lines = BufReader::new(stdout).lines();
+    let Ok(Some(first)) = lines.next_line().await else {
+        return;
+    };
+    let _ = ready.send(first);
+    let Ok(mut file) = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .await
+    else {
+        // Without its log the output is dropped; draining still keeps the child from
+        // blocking on a full pipe.
+        while let Ok(Some(_)) = lines.next_line().await {}
+        return;
+    };
+    while let Ok(Some(line)) = lines.next_line().await {
+        let _ = file.write_all(format!("{line}\n").as_bytes()).await;
+    }
+}
+
+/// The last lines of a log file (empty if it cannot be read).
+pub fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]);
+        cmd
+    }
+
+    const WAIT: Duration = Duration::from_secs(10);
+
+    #[tokio::test]
+    async fn the_first_line_is_the_ready_line_and_the_rest_goes_to_the_log() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("child.log");
+        let script = "echo '{\"ready\":1}'; echo later; echo oops >&2; exec sleep 30";
+        let (process, line) = Process::start("child", sh(script), &log, Stderr::Log, WAIT)
+            .await
+            .unwrap();
+        assert_eq!(line, "{\"ready\":1}");
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !log_tail(&log).contains("later") || !log_tail(&log).contains("oops") {
+            assert!(tokio::time::Instant::now() < deadline, "{}", log_tail(&log));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // sleep exits on SIGTERM: a clean stop, no SIGKILL needed.
+        assert!(matches!(process.stop(WAIT).await, Stopped::Exited(_)));
+    }
+
+    #[tokio::test]
+    async fn a_child_that_ignores_sigterm_is_killed_after_the_grace_period() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("child.log");
+        let script = "trap '' TERM; echo ready; while true; do sleep 0.05; done";
+        let (process, _) = Process::start("stubborn", sh(script), &log, Stderr::Log, WAIT)
+            .await
+            .unwrap();
+        assert_eq!(
+            process.stop(Duration::from_millis(300)).await,
+            Stopped::Killed
+        );
+    }
+
+    #[tokio::test]
+    async fn a_paused_child_stops_cleanly_and_a_killed_one_is_reaped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("child.log");
+        let (process, _) = Process::start(
+            "a",
+            sh("echo ready; exec sleep 30"),
+            &log,
+            Stderr::Log,
+            WAIT,
+        )
+        .await
+        .unwrap();
+        process.pause().unwrap();
+        assert!(matches!(process.stop(WAIT).await, Stopped::Exited(_)));
+        let (process, _) = Process::start(
+            "b",
+            sh("echo ready; exec sleep 30"),
+            &log,
+            Stderr::Log,
+            WAIT,
+        )
+        .await
+        .unwrap();
+        let status = process.kill().await.expect("reaped");
+        assert!(!status.success());
+    }
+
+    #[tokio::test]
+    async fn a_child_that_exits_before_it_is_ready_is_reported_with_its_log() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("child.log");
+        let e = Process::start(
+            "coordinator 9",
+            sh("echo 'error: port in use' >&2; exit 3"),
+            &log,
+            Stderr::Log,
+            WAIT,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("coordinator 9 exited before it was ready"),
+            "{e}"
+        );
+        assert!(e.contains("error: port in use"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_step_reports_its_status_and_output() {
+        let e = run_step("join", sh("echo 'token expired' >&2; exit 3"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("join failed"), "{e}");
+        assert!(e.contains("token expired"), "{e}");
+    }
+}

@@ -1,0 +1,18 @@
+//! The node agent's integration tests, one binary (support code compiled once): the executor,
+//! journal, session and VM operations against the simulator (`ops_support`), and the
+//! `pvefleet-agent` binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod agent_cli;
+mod agent_config_and_docs;
+mod executor;
+mod inventory;
+mod journal_durability;
+mod ops_delete;
+mod ops_ensure;
+mod ops_power;
+mod ops_snapshot;
+mod ops_support;
+mod session;
+mod session_renew;
+mod systemd_notify;

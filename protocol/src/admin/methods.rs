@@ -1,0 +1,46 @@
+//! [`METHODS`]: every admin method name, in one table. Its own file because it names every
+//! request of the admin API, while those requests use the shared replies and read modes of
+//! `admin.rs`.
+
+use super::{
+    AllocateIp, AllocateVmid, ClusterStatus, Events, FleetGet, HostList, HostStatus, MemberList,
+    MemberPromote, MemberRemove, PoolApply, PoolDelete, PoolList, SettingsGet, SettingsPut,
+    TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList, VmApply, VmDelete,
+    VmExplain, VmGet, VmList, VmPower, VmSnapshot, VmidRangeApply, VmidRangeDelete, VmidRangeList,
+};
+use crate::Rpc;
+
+/// Every admin method name, for uniqueness checks and routing tables.
+pub const METHODS: &[&str] = &[
+    <ClusterStatus as Rpc>::METHOD,
+    <MemberList as Rpc>::METHOD,
+    <MemberRemove as Rpc>::METHOD,
+    <MemberPromote as Rpc>::METHOD,
+    <HostList as Rpc>::METHOD,
+    <SettingsGet as Rpc>::METHOD,
+    <SettingsPut as Rpc>::METHOD,
+    <FleetGet as Rpc>::METHOD,
+    <VmApply as Rpc>::METHOD,
+    <VmList as Rpc>::METHOD,
+    <VmGet as Rpc>::METHOD,
+    <VmDelete as Rpc>::METHOD,
+    <AllocateVmid as Rpc>::METHOD,
+    <PoolApply as Rpc>::METHOD,
+    <PoolList as Rpc>::METHOD,
+    <PoolDelete as Rpc>::METHOD,
+    <AllocateIp as Rpc>::METHOD,
+    <VmidRangeApply as Rpc>::METHOD,
+    <VmidRangeList as Rpc>::METHOD,
+    <VmidRangeDelete as Rpc>::METHOD,
+    <VipApply as Rpc>::METHOD,
+    <VipList as Rpc>::METHOD,
+    <VipDelete as Rpc>::METHOD,
+    <TokenCreate as Rpc>::METHOD,
+    <TokenList as Rpc>::METHOD,
+    <TokenRevoke as Rpc>::METHOD,
+    <Events as Rpc>::METHOD,
+    <VmExplain as Rpc>::METHOD,
+    <VmPower as Rpc>::METHOD,
+    <VmSnapshot as Rpc>::METHOD,
+    <HostStatus as Rpc>::METHOD,
+];

@@ -1,0 +1,9 @@
+//! The Raft store's integration tests, one binary (support code compiled once): the store
+//! suite, durability, clusters and the network.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod cluster;
+mod common;
+mod network;
+mod store_durability;
+mod store_suite;

@@ -1,0 +1,15 @@
+//! pvefleet's end-to-end tests, one binary (support code in the `pvefleet_tests` library):
+//! the architecture rules, the client, coordinator clusters and whole fleets as processes, the
+//! examples, the schema, proxmoxer and the systemd units. The packaging test is a binary of its
+//! own (`make package-test`): it builds the release package and boots containers.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod architecture;
+mod client_errors;
+mod client_lifecycle;
+mod coordinator_cluster;
+mod examples;
+mod fleet_e2e;
+mod proxmoxer;
+mod schema_conformance;
+mod units;

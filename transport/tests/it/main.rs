@@ -1,0 +1,11 @@
+//! The transport's integration tests, one binary (support code compiled once): calls, mutual
+//! TLS, joins, the gate, certificate reload and bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+mod bad_input;
+mod calls;
+mod gate;
+mod join;
+mod mtls;
+mod reload;
+mod support;
