@@ -15,6 +15,7 @@
 
 pub mod binaries;
 pub mod error;
+pub mod fake_systemd;
 pub mod host;
 pub mod lab;
 pub mod layout;

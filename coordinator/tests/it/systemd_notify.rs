@@ -7,7 +7,6 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
-use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -15,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use bootstrap::CliConfig;
 use client::AdminClient;
+use lab::fake_systemd::FakeSystemd;
 use protocol::Role;
 use protocol::admin::TokenCreate;
 
@@ -27,50 +27,6 @@ fn free_udp_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// systemd's end of the notification socket.
-struct FakeSystemd {
-    socket: UnixDatagram,
-    path: PathBuf,
-    /// Every message received so far, in order.
-    seen: Vec<String>,
-}
-
-impl FakeSystemd {
-    fn bind(dir: &Path) -> FakeSystemd {
-        let path = dir.join("notify.sock");
-        let socket = UnixDatagram::bind(&path).unwrap();
-        socket
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        FakeSystemd {
-            socket,
-            path,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Receives until `done` holds for the messages seen so far (bounded).
-    fn until(&mut self, what: &str, done: impl Fn(&[String]) -> bool) {
-        let start = Instant::now();
-        let mut buf = [0u8; 4096];
-        while !done(&self.seen) {
-            assert!(
-                start.elapsed() < BOUND,
-                "no {what} from the member; it sent: {:?}",
-                self.seen
-            );
-            if let Ok(n) = self.socket.recv(&mut buf) {
-                self.seen
-                    .push(String::from_utf8_lossy(&buf[..n]).into_owned());
-            }
-        }
-    }
-
-    fn count(seen: &[String], line: &str) -> usize {
-        seen.iter().filter(|m| m.lines().any(|l| l == line)).count()
-    }
 }
 
 /// A child process killed when dropped (a failed test leaves nothing behind).
@@ -239,11 +195,13 @@ fn ready_waits_for_the_settled_membership_and_the_watchdog_is_petted_meanwhile()
     // The only voter goes away: the new member cannot be promoted.
     assert_eq!(m1.terminate(), 0);
 
-    let mut systemd = FakeSystemd::bind(tmp.path());
+    let mut systemd = FakeSystemd::bind(tmp.path()).unwrap();
     let mut m2 = Proc::run_under_systemd(&systemd.path, 300_000, &m2_config);
-    systemd.until("three WATCHDOG=1", |seen| {
-        FakeSystemd::count(seen, "WATCHDOG=1") >= 3
-    });
+    systemd
+        .until("three WATCHDOG=1", BOUND, |seen| {
+            FakeSystemd::count(seen, "WATCHDOG=1") >= 3
+        })
+        .unwrap();
     assert_eq!(
         FakeSystemd::count(&systemd.seen, "READY=1"),
         0,
@@ -263,21 +221,31 @@ fn ready_waits_for_the_settled_membership_and_the_watchdog_is_petted_meanwhile()
     // The voter is back and promotes it.
     let mut m1 = Proc::run(&m1_config);
     m1.line("m1 again");
-    systemd.until("READY=1", |seen| FakeSystemd::count(seen, "READY=1") == 1);
+    systemd
+        .until("READY=1", BOUND, |seen| {
+            FakeSystemd::count(seen, "READY=1") == 1
+        })
+        .unwrap();
     let ready: serde_json::Value = serde_json::from_str(&m2.line("m2")).unwrap();
     assert_eq!(ready["node_id"], 2);
-    systemd.until("a status naming the leader", |seen| {
-        seen.iter()
-            .any(|m| m.contains("STATUS=leader 1, term ") && m.contains("this is node 2"))
-    });
+    systemd
+        .until("a status naming the leader", BOUND, |seen| {
+            seen.iter()
+                .any(|m| m.contains("STATUS=leader 1, term ") && m.contains("this is node 2"))
+        })
+        .unwrap();
     let pets = FakeSystemd::count(&systemd.seen, "WATCHDOG=1");
-    systemd.until("more WATCHDOG=1 once ready", |seen| {
-        FakeSystemd::count(seen, "WATCHDOG=1") > pets
-    });
+    systemd
+        .until("more WATCHDOG=1 once ready", BOUND, |seen| {
+            FakeSystemd::count(seen, "WATCHDOG=1") > pets
+        })
+        .unwrap();
     assert_eq!(m2.terminate(), 0);
-    systemd.until("STOPPING=1", |seen| {
-        FakeSystemd::count(seen, "STOPPING=1") == 1
-    });
+    systemd
+        .until("STOPPING=1", BOUND, |seen| {
+            FakeSystemd::count(seen, "STOPPING=1") == 1
+        })
+        .unwrap();
     assert_eq!(FakeSystemd::count(&systemd.seen, "READY=1"), 1);
     assert_eq!(m1.terminate(), 0);
 }
@@ -294,7 +262,7 @@ fn a_watchdog_meant_for_another_process_is_not_petted() {
             .unwrap(),
         "init",
     );
-    let mut systemd = FakeSystemd::bind(tmp.path());
+    let mut systemd = FakeSystemd::bind(tmp.path()).unwrap();
     let mut cmd = Command::new(COORDINATOR);
     cmd.args(["run", "--config"])
         .arg(&config)
@@ -303,11 +271,17 @@ fn a_watchdog_meant_for_another_process_is_not_petted() {
         // PID 1 is never this member.
         .env("WATCHDOG_PID", "1");
     let mut member = Proc::spawn(cmd);
-    systemd.until("READY=1", |seen| FakeSystemd::count(seen, "READY=1") == 1);
+    systemd
+        .until("READY=1", BOUND, |seen| {
+            FakeSystemd::count(seen, "READY=1") == 1
+        })
+        .unwrap();
     assert_eq!(member.terminate(), 0);
-    systemd.until("STOPPING=1", |seen| {
-        FakeSystemd::count(seen, "STOPPING=1") == 1
-    });
+    systemd
+        .until("STOPPING=1", BOUND, |seen| {
+            FakeSystemd::count(seen, "STOPPING=1") == 1
+        })
+        .unwrap();
     // The first notification carries the first pet if there is one to give.
     assert_eq!(
         FakeSystemd::count(&systemd.seen, "WATCHDOG=1"),

@@ -7,8 +7,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::os::unix::net::UnixDatagram;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bootstrap::ca::DEFAULT_LEAF_VALIDITY;
 use bootstrap::{ClusterCa, NodeKey};
+use lab::fake_systemd::FakeSystemd;
 use node_agent::daemon::ReadyLine;
 use protocol::Role;
 use protocol::agent::{Heartbeat, HeartbeatAck};
@@ -33,50 +33,6 @@ fn now_secs() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs()
-}
-
-/// systemd's end of the notification socket.
-struct FakeSystemd {
-    socket: UnixDatagram,
-    path: PathBuf,
-    /// Every message received so far, in order.
-    seen: Vec<String>,
-}
-
-impl FakeSystemd {
-    fn bind(dir: &Path) -> FakeSystemd {
-        let path = dir.join("notify.sock");
-        let socket = UnixDatagram::bind(&path).unwrap();
-        socket
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        FakeSystemd {
-            socket,
-            path,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Receives until `done` holds for the messages seen so far (bounded).
-    fn until(&mut self, what: &str, done: impl Fn(&[String]) -> bool) {
-        let start = Instant::now();
-        let mut buf = [0u8; 4096];
-        while !done(&self.seen) {
-            assert!(
-                start.elapsed() < BOUND,
-                "no {what} from the agent; it sent: {:?}",
-                self.seen
-            );
-            if let Ok(n) = self.socket.recv(&mut buf) {
-                self.seen
-                    .push(String::from_utf8_lossy(&buf[..n]).into_owned());
-            }
-        }
-    }
-
-    fn count(seen: &[String], line: &str) -> usize {
-        seen.iter().filter(|m| m.lines().any(|l| l == line)).count()
-    }
 }
 
 /// A child process killed when dropped (a failed test leaves nothing behind).
@@ -298,16 +254,18 @@ async fn ready_follows_the_first_acknowledged_beat_and_the_watchdog_is_petted_me
 
     let accepting = Arc::clone(&coordinator.accepting);
     let (seen, ready, code) = blocking(move || {
-        let mut systemd = FakeSystemd::bind(tmp.path());
+        let mut systemd = FakeSystemd::bind(tmp.path()).unwrap();
         let mut agent = Proc::under_systemd(
             &systemd.path,
             300_000,
             &["run", "--config", config.to_str().unwrap()],
         );
         // Alive (petting) but refused by the coordinator: not ready.
-        systemd.until("three WATCHDOG=1", |seen| {
-            FakeSystemd::count(seen, "WATCHDOG=1") >= 3
-        });
+        systemd
+            .until("three WATCHDOG=1", BOUND, |seen| {
+                FakeSystemd::count(seen, "WATCHDOG=1") >= 3
+            })
+            .unwrap();
         assert_eq!(FakeSystemd::count(&systemd.seen, "READY=1"), 0);
         assert!(
             systemd
@@ -320,20 +278,30 @@ async fn ready_follows_the_first_acknowledged_beat_and_the_watchdog_is_petted_me
         assert!(agent.lines.try_recv().is_err(), "a ready line before READY");
 
         accepting.store(true, Ordering::SeqCst);
-        systemd.until("READY=1", |seen| FakeSystemd::count(seen, "READY=1") == 1);
+        systemd
+            .until("READY=1", BOUND, |seen| {
+                FakeSystemd::count(seen, "READY=1") == 1
+            })
+            .unwrap();
         let ready = agent.lines.recv_timeout(BOUND).expect("the ready line");
-        systemd.until("the connected status", |seen| {
-            seen.iter()
-                .any(|m| m.contains("STATUS=connected to coordinator 1 (term 1), lease valid"))
-        });
+        systemd
+            .until("the connected status", BOUND, |seen| {
+                seen.iter()
+                    .any(|m| m.contains("STATUS=connected to coordinator 1 (term 1), lease valid"))
+            })
+            .unwrap();
         let pets = FakeSystemd::count(&systemd.seen, "WATCHDOG=1");
-        systemd.until("more WATCHDOG=1 once ready", |seen| {
-            FakeSystemd::count(seen, "WATCHDOG=1") > pets
-        });
+        systemd
+            .until("more WATCHDOG=1 once ready", BOUND, |seen| {
+                FakeSystemd::count(seen, "WATCHDOG=1") > pets
+            })
+            .unwrap();
         let code = agent.terminate();
-        systemd.until("STOPPING=1", |seen| {
-            FakeSystemd::count(seen, "STOPPING=1") == 1
-        });
+        systemd
+            .until("STOPPING=1", BOUND, |seen| {
+                FakeSystemd::count(seen, "STOPPING=1") == 1
+            })
+            .unwrap();
         (systemd.seen, ready, code)
     })
     .await;
@@ -373,7 +341,7 @@ async fn a_watchdog_meant_for_another_process_is_not_petted() {
     )
     .unwrap();
     let seen = blocking(move || {
-        let mut systemd = FakeSystemd::bind(tmp.path());
+        let mut systemd = FakeSystemd::bind(tmp.path()).unwrap();
         let mut cmd = Command::new(AGENT);
         cmd.args(["run", "--config", config.to_str().unwrap()])
             .env("NOTIFY_SOCKET", &systemd.path)
@@ -381,11 +349,17 @@ async fn a_watchdog_meant_for_another_process_is_not_petted() {
             // PID 1 is never this agent.
             .env("WATCHDOG_PID", "1");
         let mut agent = Proc::spawn(cmd);
-        systemd.until("READY=1", |seen| FakeSystemd::count(seen, "READY=1") == 1);
+        systemd
+            .until("READY=1", BOUND, |seen| {
+                FakeSystemd::count(seen, "READY=1") == 1
+            })
+            .unwrap();
         assert_eq!(agent.terminate(), 0);
-        systemd.until("STOPPING=1", |seen| {
-            FakeSystemd::count(seen, "STOPPING=1") == 1
-        });
+        systemd
+            .until("STOPPING=1", BOUND, |seen| {
+                FakeSystemd::count(seen, "STOPPING=1") == 1
+            })
+            .unwrap();
         systemd.seen
     })
     .await;
