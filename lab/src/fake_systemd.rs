@@ -39,6 +39,20 @@ impl FakeSystemd {
         })
     }
 
+    /// A command running `program` under this socket, as systemd starts a `Type=notify` unit
+    /// with `WatchdogSec=`: NOTIFY_SOCKET, WATCHDOG_USEC = `watchdog_usec`, and WATCHDOG_PID
+    /// naming the program's own pid (set by a shell that then execs it, so the pid is the
+    /// program's). Arguments follow with `.args`.
+    pub fn command(&self, program: &Path, watchdog_usec: u64) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg("WATCHDOG_PID=$$ exec \"$0\" \"$@\"")
+            .arg(program)
+            .env("NOTIFY_SOCKET", &self.path)
+            .env("WATCHDOG_USEC", watchdog_usec.to_string());
+        cmd
+    }
+
     /// Receives until `done` holds for the messages seen so far, for at most `bound`.
     ///
     /// # Errors

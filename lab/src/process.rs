@@ -39,6 +39,8 @@ pub struct Process {
     /// Its log file.
     pub log: PathBuf,
     child: Child,
+    /// The first stdout line, until [`Process::ready_line`] takes it.
+    ready: Option<oneshot::Receiver<String>>,
 }
 
 /// How a child ended when it was stopped.
@@ -48,6 +50,17 @@ pub enum Stopped {
     Exited(ExitStatus),
     /// It had to be killed.
     Killed,
+}
+
+impl Stopped {
+    /// The exit code of a child that exited on its own or on SIGTERM; `None` if it had to be
+    /// killed or ended by a signal.
+    pub fn exit_code(self) -> Option<i32> {
+        match self {
+            Stopped::Exited(status) => status.code(),
+            Stopped::Killed => None,
+        }
+    }
 }
 
 /// Runs a one-shot step to completion; its standard output on success.
@@ -77,27 +90,25 @@ pub async fn run_step(what: &str, mut cmd: Command) -> Result<String, LabError> 
 }
 
 impl Process {
-    /// Starts `cmd` with its output in `log` and waits up to `wait` for its first stdout line,
-    /// which is returned. A child that exits or stays silent is reported with its log's tail.
+    /// Spawns `cmd` with its stderr per `stderr` and its stdout after the first line in
+    /// `log`; the first line is kept for [`Process::ready_line`].
     ///
     /// # Errors
-    /// [`LabError::Spawn`], [`LabError::Write`] (the log), [`LabError::NotReady`].
-    pub async fn start(
+    /// [`LabError::Spawn`], [`LabError::Write`] (the log).
+    pub fn spawn(
         what: &str,
         mut cmd: Command,
         log: &Path,
         stderr: Stderr,
-        wait: Duration,
-    ) -> Result<(Process, String), LabError> {
-        let write_err = |source| LabError::Write {
-            path: log.to_path_buf(),
-            source,
-        };
+    ) -> Result<Process, LabError> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(log)
-            .map_err(write_err)?;
+            .map_err(|source| LabError::Write {
+                path: log.to_path_buf(),
+                source,
+            })?;
         let stderr = match stderr {
             Stderr::Log => Stdio::from(file),
             Stderr::Inherit => Stdio::inherit(),
@@ -118,46 +129,81 @@ impl Process {
         if let Some(stdout) = child.stdout.take() {
             tokio::spawn(forward_stdout(stdout, log.to_path_buf(), tx));
         }
-        let not_ready = |problem: String| LabError::NotReady {
+        Ok(Process {
             what: what.to_string(),
-            problem,
             log: log.to_path_buf(),
-            tail: log_tail(log),
+            child,
+            ready: Some(rx),
+        })
+    }
+
+    /// Waits up to `wait` for the first stdout line (the ready line). A child that exits or
+    /// stays silent is reported with its log's tail (and, if silent, killed).
+    ///
+    /// # Errors
+    /// [`LabError::NotReady`]; [`LabError::NoSuchPart`] if the line was taken already.
+    pub async fn ready_line(&mut self, wait: Duration) -> Result<String, LabError> {
+        let rx = self.ready.take().ok_or_else(|| {
+            LabError::NoSuchPart(format!("the ready line of {} was read", self.what))
+        })?;
+        let not_ready = |process: &Process, problem: String| LabError::NotReady {
+            what: process.what.clone(),
+            problem,
+            log: process.log.clone(),
+            tail: log_tail(&process.log),
         };
-        let exited = |status: std::io::Result<ExitStatus>| {
+        let exited = |process: &Process, status: std::io::Result<ExitStatus>| {
             let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
-            not_ready(format!("exited before it was ready ({status})"))
+            not_ready(process, format!("exited before it was ready ({status})"))
         };
         let line = tokio::select! {
             line = rx => match line {
                 Ok(line) => Some(line),
                 // Its stdout closed without a ready line: it is exiting (or closed stdout on
                 // purpose); an exit is reported as one, not as a missing line.
-                Err(_) => match tokio::time::timeout(EXIT_AFTER_EOF, child.wait()).await {
-                    Ok(status) => return Err(exited(status)),
+                Err(_) => match tokio::time::timeout(EXIT_AFTER_EOF, self.child.wait()).await {
+                    Ok(status) => return Err(exited(self, status)),
                     Err(_) => None,
                 },
             },
-            status = child.wait() => return Err(exited(status)),
+            status = self.child.wait() => return Err(exited(self, status)),
             () = tokio::time::sleep(wait) => None,
         };
         match line {
-            Some(line) => Ok((
-                Process {
-                    what: what.to_string(),
-                    log: log.to_path_buf(),
-                    child,
-                },
-                line,
-            )),
+            Some(line) => Ok(line),
             None => {
-                let _ = child.kill().await;
-                Err(not_ready(format!(
-                    "printed no ready line within {} s",
-                    wait.as_secs()
-                )))
+                let _ = self.child.kill().await;
+                Err(not_ready(
+                    self,
+                    format!("printed no ready line within {} s", wait.as_secs()),
+                ))
             }
         }
+    }
+
+    /// The ready line if it has arrived, without waiting (it is taken: a later
+    /// [`Process::ready_line`] fails).
+    pub fn try_ready_line(&mut self) -> Option<String> {
+        let line = self.ready.as_mut()?.try_recv().ok()?;
+        self.ready = None;
+        Some(line)
+    }
+
+    /// Spawns `cmd` ([`Process::spawn`]) and waits up to `wait` for its ready line, which is
+    /// returned.
+    ///
+    /// # Errors
+    /// [`LabError::Spawn`], [`LabError::Write`] (the log), [`LabError::NotReady`].
+    pub async fn start(
+        what: &str,
+        cmd: Command,
+        log: &Path,
+        stderr: Stderr,
+        wait: Duration,
+    ) -> Result<(Process, String), LabError> {
+        let mut process = Process::spawn(what, cmd, log, stderr)?;
+        let line = process.ready_line(wait).await?;
+        Ok((process, line))
     }
 
     /// Its process id while it runs.
@@ -354,6 +400,19 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("error: port in use"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn the_ready_line_can_be_awaited_later_and_only_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("child.log");
+        let script = "sleep 0.2; echo '{\"late\":1}'; exec sleep 30";
+        let mut process = Process::spawn("late", sh(script), &log, Stderr::Log).unwrap();
+        assert!(process.exited().is_none());
+        assert_eq!(process.ready_line(WAIT).await.unwrap(), "{\"late\":1}");
+        let e = process.ready_line(WAIT).await.unwrap_err().to_string();
+        assert!(e.contains("was read"), "{e}");
+        assert!(matches!(process.stop(WAIT).await, Stopped::Exited(_)));
     }
 
     #[tokio::test]

@@ -3,12 +3,14 @@
 //! win, a missing named file is an error, errors name the field), and the man page and
 //! completion scripts `pvefleet-coordinator` generates with `--generate`.
 
-use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Output};
 use std::time::Duration;
+
+use lab::process::{Process, Stderr};
+use tokio::process::Command as TokioCommand;
+use tokio::runtime::Runtime;
 
 const COORDINATOR: &str = env!("CARGO_BIN_EXE_pvefleet-coordinator");
 
@@ -120,48 +122,25 @@ fn configuration_errors_exit_2_and_name_the_file_and_field() {
     assert!(!dir.exists());
 }
 
-/// A child killed when dropped; its stdout lines arrive on `lines`.
-struct Member {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Drop for Member {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Member {
-    fn run(args: &[&str]) -> Member {
-        let mut child = Command::new(COORDINATOR)
-            .arg("run")
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .env_remove("NOTIFY_SOCKET")
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Member { child, lines }
-    }
-
-    /// The `http` of the ready line.
-    fn ready_http(&self) -> String {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(60))
-            .expect("a ready line");
-        let ready: serde_json::Value = serde_json::from_str(&line).unwrap();
-        ready["http"].as_str().unwrap().to_string()
-    }
+/// `pvefleet-coordinator run ARGS` through the launcher, on `rt`, until its ready line: the
+/// process (killed when dropped) and the ready line's `http`.
+fn run_member(rt: &Runtime, log: &Path, args: &[&str]) -> (Process, String) {
+    let mut cmd = TokioCommand::new(COORDINATOR);
+    cmd.arg("run")
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .env_remove("NOTIFY_SOCKET");
+    let (process, line) = rt
+        .block_on(Process::start(
+            "member",
+            cmd,
+            log,
+            Stderr::Inherit,
+            Duration::from_secs(60),
+        ))
+        .unwrap();
+    let ready: serde_json::Value = serde_json::from_str(&line).unwrap();
+    (process, ready["http"].as_str().unwrap().to_string())
 }
 
 #[test]
@@ -194,16 +173,21 @@ fn flags_win_over_the_configuration_file() {
 
     // The file's http address, unless --http says otherwise.
     let dir = from_flag.to_str().unwrap();
-    let member = Member::run(&["--config", &config, "--data-dir", dir]);
-    assert_eq!(member.ready_http(), http);
-    drop(member);
-    let member = Member::run(&[
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let log = tmp.path().join("member.log");
+    let (member, ready_http) = run_member(&rt, &log, &["--config", &config, "--data-dir", dir]);
+    assert_eq!(ready_http, http);
+    // Killed and reaped before the next run opens the same data directory.
+    rt.block_on(member.kill());
+    let args = [
         "--config",
         &config,
         "--data-dir",
         dir,
         "--http",
         "127.0.0.1:0",
-    ]);
-    assert_ne!(member.ready_http(), http);
+    ];
+    let (member, ready_http) = run_member(&rt, &log, &args);
+    assert_ne!(ready_http, http);
+    rt.block_on(member.kill());
 }

@@ -5,18 +5,19 @@
 //! is back and promotes it, READY=1 arrives with the ready line; SIGTERM brings STOPPING=1.
 //! The members are made and run through configuration files (`--config`), as the units do.
 
-use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 use bootstrap::CliConfig;
 use client::AdminClient;
 use lab::fake_systemd::FakeSystemd;
+use lab::process::{Process, Stderr};
 use protocol::Role;
 use protocol::admin::TokenCreate;
+use tokio::process::Command as TokioCommand;
+use tokio::runtime::Runtime;
 
 const BOUND: Duration = Duration::from_secs(60);
 const COORDINATOR: &str = env!("CARGO_BIN_EXE_pvefleet-coordinator");
@@ -29,99 +30,42 @@ fn free_udp_port() -> u16 {
         .port()
 }
 
-/// A child process killed when dropped (a failed test leaves nothing behind).
-struct Proc {
-    child: Child,
-    lines: mpsc::Receiver<String>,
+/// The runtime the members' processes live on (the launcher's processes are tokio's).
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Spawns `cmd` through the launcher (killed when dropped: a failed test leaves nothing
+/// behind), its stderr in the test's output, its later stdout in `DIR/<what>.log`.
+fn spawn(rt: &Runtime, dir: &Path, what: &str, mut cmd: TokioCommand) -> Process {
+    let _inside = rt.enter();
+    cmd.env("RUST_LOG", "warn");
+    Process::spawn(what, cmd, &dir.join(format!("{what}.log")), Stderr::Inherit).unwrap()
 }
 
-impl Proc {
-    /// Spawns `cmd` with its stdout read line by line.
-    fn spawn(mut cmd: Command) -> Proc {
-        let mut child = cmd
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc { child, lines }
-    }
+/// `pvefleet-coordinator run --config FILE` (not under systemd).
+fn run(rt: &Runtime, dir: &Path, what: &str, config: &Path) -> Process {
+    let mut cmd = TokioCommand::new(COORDINATOR);
+    cmd.arg("run")
+        .arg("--config")
+        .arg(config)
+        .env_remove("NOTIFY_SOCKET");
+    spawn(rt, dir, what, cmd)
+}
 
-    /// `pvefleet-coordinator run --config FILE` (not under systemd).
-    fn run(config: &Path) -> Proc {
-        let mut cmd = Command::new(COORDINATOR);
-        cmd.arg("run")
-            .arg("--config")
-            .arg(config)
-            .env_remove("NOTIFY_SOCKET");
-        Proc::spawn(cmd)
-    }
+/// The ready line (bounded).
+fn ready_line(rt: &Runtime, process: &mut Process) -> serde_json::Value {
+    let line = rt.block_on(process.ready_line(BOUND)).unwrap();
+    serde_json::from_str(&line).unwrap()
+}
 
-    /// `pvefleet-coordinator run --config FILE` under the fake systemd, with a watchdog of
-    /// `watchdog_usec` meant for the member's own pid (WATCHDOG_PID set by the shell that
-    /// execs it).
-    fn run_under_systemd(notify: &Path, watchdog_usec: u64, config: &Path) -> Proc {
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg("WATCHDOG_PID=$$ exec \"$0\" \"$@\"")
-            .arg(COORDINATOR)
-            .args(["run", "--config"])
-            .arg(config)
-            .env("NOTIFY_SOCKET", notify)
-            .env("WATCHDOG_USEC", watchdog_usec.to_string());
-        Proc::spawn(cmd)
-    }
-
-    /// The next line on stdout (bounded; the ready line is the first).
-    fn line(&mut self, what: &str) -> String {
-        let start = Instant::now();
-        loop {
-            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100)) {
-                return line;
-            }
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("{what} exited ({status}) before printing a line");
-            }
-            assert!(start.elapsed() < BOUND, "{what} printed no line in time");
-        }
-    }
-
-    fn terminate(&mut self) -> i32 {
-        let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().expect("exited by a signal");
-            }
-            assert!(start.elapsed() < BOUND, "no exit after SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+/// SIGTERM; the exit code (`None`: it had to be killed, or a signal ended it).
+fn terminate(rt: &Runtime, process: Process) -> Option<i32> {
+    rt.block_on(process.stop(BOUND)).exit_code()
 }
 
 fn ok(out: Output, what: &str) -> String {
@@ -170,8 +114,9 @@ fn ready_waits_for_the_settled_membership_and_the_watchdog_is_petted_meanwhile()
             .starts_with("start it:            pvefleet-coordinator run --data-dir "),
         "{init}"
     );
-    let mut m1 = Proc::run(&m1_config);
-    let ready: serde_json::Value = serde_json::from_str(&m1.line("m1")).unwrap();
+    let rt = runtime();
+    let mut m1 = run(&rt, tmp.path(), "m1", &m1_config);
+    let ready = ready_line(&rt, &mut m1);
     let via = ready["listen"].as_str().unwrap().to_string();
     let token = coordinator_token(&m1_dir.join("pvefleet.toml"));
     let (m2_dir, m2_config) = write_config(tmp.path(), "m2");
@@ -193,10 +138,12 @@ fn ready_waits_for_the_settled_membership_and_the_watchdog_is_petted_meanwhile()
         "{join}"
     );
     // The only voter goes away: the new member cannot be promoted.
-    assert_eq!(m1.terminate(), 0);
+    assert_eq!(terminate(&rt, m1), Some(0));
 
     let mut systemd = FakeSystemd::bind(tmp.path()).unwrap();
-    let mut m2 = Proc::run_under_systemd(&systemd.path, 300_000, &m2_config);
+    let mut cmd = systemd.command(Path::new(COORDINATOR), 300_000);
+    cmd.args(["run", "--config"]).arg(&m2_config);
+    let mut m2 = spawn(&rt, tmp.path(), "m2", cmd);
     systemd
         .until("three WATCHDOG=1", BOUND, |seen| {
             FakeSystemd::count(seen, "WATCHDOG=1") >= 3
@@ -216,18 +163,17 @@ fn ready_waits_for_the_settled_membership_and_the_watchdog_is_petted_meanwhile()
         "{:?}",
         systemd.seen
     );
-    assert!(m2.lines.try_recv().is_err(), "a ready line before READY");
+    assert_eq!(m2.try_ready_line(), None, "a ready line before READY");
 
     // The voter is back and promotes it.
-    let mut m1 = Proc::run(&m1_config);
-    m1.line("m1 again");
+    let mut m1 = run(&rt, tmp.path(), "m1-again", &m1_config);
+    ready_line(&rt, &mut m1);
     systemd
         .until("READY=1", BOUND, |seen| {
             FakeSystemd::count(seen, "READY=1") == 1
         })
         .unwrap();
-    let ready: serde_json::Value = serde_json::from_str(&m2.line("m2")).unwrap();
-    assert_eq!(ready["node_id"], 2);
+    assert_eq!(ready_line(&rt, &mut m2)["node_id"], 2);
     systemd
         .until("a status naming the leader", BOUND, |seen| {
             seen.iter()
@@ -240,14 +186,14 @@ fn ready_waits_for_the_settled_membership_and_the_watchdog_is_petted_meanwhile()
             FakeSystemd::count(seen, "WATCHDOG=1") > pets
         })
         .unwrap();
-    assert_eq!(m2.terminate(), 0);
+    assert_eq!(terminate(&rt, m2), Some(0));
     systemd
         .until("STOPPING=1", BOUND, |seen| {
             FakeSystemd::count(seen, "STOPPING=1") == 1
         })
         .unwrap();
     assert_eq!(FakeSystemd::count(&systemd.seen, "READY=1"), 1);
-    assert_eq!(m1.terminate(), 0);
+    assert_eq!(terminate(&rt, m1), Some(0));
 }
 
 #[test]
@@ -263,20 +209,21 @@ fn a_watchdog_meant_for_another_process_is_not_petted() {
         "init",
     );
     let mut systemd = FakeSystemd::bind(tmp.path()).unwrap();
-    let mut cmd = Command::new(COORDINATOR);
+    let rt = runtime();
+    let mut cmd = TokioCommand::new(COORDINATOR);
     cmd.args(["run", "--config"])
         .arg(&config)
         .env("NOTIFY_SOCKET", &systemd.path)
         .env("WATCHDOG_USEC", "300000")
         // PID 1 is never this member.
         .env("WATCHDOG_PID", "1");
-    let mut member = Proc::spawn(cmd);
+    let member = spawn(&rt, tmp.path(), "m1", cmd);
     systemd
         .until("READY=1", BOUND, |seen| {
             FakeSystemd::count(seen, "READY=1") == 1
         })
         .unwrap();
-    assert_eq!(member.terminate(), 0);
+    assert_eq!(terminate(&rt, member), Some(0));
     systemd
         .until("STOPPING=1", BOUND, |seen| {
             FakeSystemd::count(seen, "STOPPING=1") == 1

@@ -3,20 +3,21 @@
 //! and `join` then `run` against a fake coordinator on loopback (Join and Agent services, a
 //! cluster CA made by `bootstrap`), with the ready line on stdout and a clean SIGTERM exit.
 
-use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bootstrap::ca::DEFAULT_LEAF_VALIDITY;
 use bootstrap::{ClusterCa, NodeDir, NodeKey};
+use lab::process::{Process, Stderr};
 use node_agent::daemon::ReadyLine;
 use protocol::agent::{Heartbeat, HeartbeatAck};
 use protocol::join::{JoinRequest, JoinResponse};
 use protocol::{NodeId, Role};
+use tokio::process::Command as TokioCommand;
 use tokio_util::sync::CancellationToken;
 use transport::{Endpoint, RemoteError, Router, Server, Service, TlsMaterial, TransportConfig};
 
@@ -28,63 +29,6 @@ fn now_secs() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs()
-}
-
-/// A child process killed when dropped (a failed test leaves nothing behind).
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Proc {
-    fn spawn(args: &[&str]) -> Proc {
-        Proc(
-            Command::new(AGENT)
-                .args(args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .unwrap(),
-        )
-    }
-
-    /// The first line on stdout, within the bound.
-    fn first_line(&mut self) -> String {
-        let stdout = self.0.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(BOUND).expect("no line on stdout in time");
-        assert!(
-            !line.is_empty(),
-            "the agent exited before printing its ready line"
-        );
-        line
-    }
-
-    fn terminate(&mut self) -> i32 {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.0.try_wait().unwrap() {
-                return status.code().expect("exited by a signal");
-            }
-            assert!(start.elapsed() < BOUND, "no exit after SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
 }
 
 fn agent(args: &[&str]) -> Output {
@@ -302,12 +246,13 @@ async fn join_then_run_prints_the_ready_line_and_stops_cleanly_on_sigterm() {
             data.display()
         ),
     );
-    let (line, code) = blocking(move || {
-        let mut child = Proc::spawn(&["run", "--config", config.to_str().unwrap()]);
-        let line = child.first_line();
-        (line, child.terminate())
-    })
-    .await;
+    let mut run = TokioCommand::new(AGENT);
+    run.args(["run", "--config", config.to_str().unwrap()]);
+    let log = tmp.path().join("agent.log");
+    let (agent, line) = Process::start("agent", run, &log, Stderr::Inherit, BOUND)
+        .await
+        .unwrap();
+    let code = agent.stop(BOUND).await.exit_code();
     let ready: ReadyLine = serde_json::from_str(line.trim()).unwrap();
     assert_eq!(
         ready,
@@ -318,7 +263,7 @@ async fn join_then_run_prints_the_ready_line_and_stops_cleanly_on_sigterm() {
         }
     );
     assert!(coordinator.beats.load(Ordering::SeqCst) >= 1);
-    assert_eq!(code, 0, "a clean stop on SIGTERM");
+    assert_eq!(code, Some(0), "a clean stop on SIGTERM");
     // The journal was created in the data directory.
     assert!(data.join("journal").is_dir());
 }

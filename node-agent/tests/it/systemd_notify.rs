@@ -5,22 +5,23 @@
 //! brings READY=1 (with the ready line on stdout); SIGTERM brings STOPPING=1. The agent is
 //! joined through `join --config FILE`, whose data_dir it uses.
 
-use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bootstrap::ca::DEFAULT_LEAF_VALIDITY;
 use bootstrap::{ClusterCa, NodeKey};
 use lab::fake_systemd::FakeSystemd;
+use lab::process::{Process, Stderr};
 use node_agent::daemon::ReadyLine;
 use protocol::Role;
 use protocol::agent::{Heartbeat, HeartbeatAck};
 use protocol::join::{JoinRequest, JoinResponse};
+use tokio::process::Command as TokioCommand;
+use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use transport::{Endpoint, RemoteError, Router, Server, Service, TlsMaterial, TransportConfig};
 
@@ -35,73 +36,17 @@ fn now_secs() -> u64 {
         .as_secs()
 }
 
-/// A child process killed when dropped (a failed test leaves nothing behind).
-struct Proc {
-    child: Child,
-    lines: mpsc::Receiver<String>,
+/// Spawns `cmd` through the launcher (killed when dropped: a failed test leaves nothing
+/// behind), its stderr in the test's output, its later stdout in `DIR/agent.log`. Called from
+/// a blocking task of the test's runtime, whose handle the process is tied to.
+fn spawn(dir: &Path, mut cmd: TokioCommand) -> Process {
+    cmd.env("RUST_LOG", "warn");
+    Process::spawn("agent", cmd, &dir.join("agent.log"), Stderr::Inherit).unwrap()
 }
 
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Proc {
-    /// `pvefleet-agent ARGS` under the fake systemd, with a watchdog of `watchdog_usec`
-    /// meant for the agent's own pid (WATCHDOG_PID set by the shell that execs it).
-    fn under_systemd(notify: &Path, watchdog_usec: u64, args: &[&str]) -> Proc {
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg("WATCHDOG_PID=$$ exec \"$0\" \"$@\"")
-            .arg(AGENT)
-            .args(args)
-            .env("NOTIFY_SOCKET", notify)
-            .env("WATCHDOG_USEC", watchdog_usec.to_string());
-        Proc::spawn(cmd)
-    }
-
-    /// Spawns `cmd` with its stdout read line by line.
-    fn spawn(mut cmd: Command) -> Proc {
-        let mut child = cmd
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc { child, lines }
-    }
-
-    fn terminate(&mut self) -> i32 {
-        let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().expect("exited by a signal");
-            }
-            assert!(start.elapsed() < BOUND, "no exit after SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+/// SIGTERM; the exit code (`None`: it had to be killed, or a signal ended it).
+fn terminate(process: Process) -> Option<i32> {
+    Handle::current().block_on(process.stop(BOUND)).exit_code()
 }
 
 /// A fake coordinator 1: Join issues agent certificates; Agent acks beats once `accepting`.
@@ -255,11 +200,9 @@ async fn ready_follows_the_first_acknowledged_beat_and_the_watchdog_is_petted_me
     let accepting = Arc::clone(&coordinator.accepting);
     let (seen, ready, code) = blocking(move || {
         let mut systemd = FakeSystemd::bind(tmp.path()).unwrap();
-        let mut agent = Proc::under_systemd(
-            &systemd.path,
-            300_000,
-            &["run", "--config", config.to_str().unwrap()],
-        );
+        let mut cmd = systemd.command(Path::new(AGENT), 300_000);
+        cmd.args(["run", "--config", config.to_str().unwrap()]);
+        let mut agent = spawn(tmp.path(), cmd);
         // Alive (petting) but refused by the coordinator: not ready.
         systemd
             .until("three WATCHDOG=1", BOUND, |seen| {
@@ -275,7 +218,7 @@ async fn ready_follows_the_first_acknowledged_beat_and_the_watchdog_is_petted_me
             "{:?}",
             systemd.seen
         );
-        assert!(agent.lines.try_recv().is_err(), "a ready line before READY");
+        assert_eq!(agent.try_ready_line(), None, "a ready line before READY");
 
         accepting.store(true, Ordering::SeqCst);
         systemd
@@ -283,7 +226,7 @@ async fn ready_follows_the_first_acknowledged_beat_and_the_watchdog_is_petted_me
                 FakeSystemd::count(seen, "READY=1") == 1
             })
             .unwrap();
-        let ready = agent.lines.recv_timeout(BOUND).expect("the ready line");
+        let ready = Handle::current().block_on(agent.ready_line(BOUND)).unwrap();
         systemd
             .until("the connected status", BOUND, |seen| {
                 seen.iter()
@@ -296,7 +239,7 @@ async fn ready_follows_the_first_acknowledged_beat_and_the_watchdog_is_petted_me
                 FakeSystemd::count(seen, "WATCHDOG=1") > pets
             })
             .unwrap();
-        let code = agent.terminate();
+        let code = terminate(agent);
         systemd
             .until("STOPPING=1", BOUND, |seen| {
                 FakeSystemd::count(seen, "STOPPING=1") == 1
@@ -307,7 +250,7 @@ async fn ready_follows_the_first_acknowledged_beat_and_the_watchdog_is_petted_me
     .await;
     let ready: ReadyLine = serde_json::from_str(&ready).unwrap();
     assert_eq!((ready.node_id, ready.host.as_str()), (JOINED_ID, "hosta"));
-    assert_eq!(code, 0, "a clean stop on SIGTERM");
+    assert_eq!(code, Some(0), "a clean stop on SIGTERM");
     assert_eq!(FakeSystemd::count(&seen, "READY=1"), 1, "{seen:?}");
 }
 
@@ -342,19 +285,19 @@ async fn a_watchdog_meant_for_another_process_is_not_petted() {
     .unwrap();
     let seen = blocking(move || {
         let mut systemd = FakeSystemd::bind(tmp.path()).unwrap();
-        let mut cmd = Command::new(AGENT);
+        let mut cmd = TokioCommand::new(AGENT);
         cmd.args(["run", "--config", config.to_str().unwrap()])
             .env("NOTIFY_SOCKET", &systemd.path)
             .env("WATCHDOG_USEC", "300000")
             // PID 1 is never this agent.
             .env("WATCHDOG_PID", "1");
-        let mut agent = Proc::spawn(cmd);
+        let agent = spawn(tmp.path(), cmd);
         systemd
             .until("READY=1", BOUND, |seen| {
                 FakeSystemd::count(seen, "READY=1") == 1
             })
             .unwrap();
-        assert_eq!(agent.terminate(), 0);
+        assert_eq!(terminate(agent), Some(0));
         systemd
             .until("STOPPING=1", BOUND, |seen| {
                 FakeSystemd::count(seen, "STOPPING=1") == 1
