@@ -154,7 +154,7 @@ pub struct Lab {
     options: LabOptions,
 }
 
-/// The `node_id` and `http` of a member's ready line.
+/// A child's JSON ready line, or an error naming the child with its log.
 fn parse_ready<T: serde::de::DeserializeOwned>(
     process: &Process,
     line: &str,
@@ -320,15 +320,16 @@ impl Lab {
     /// # Errors
     /// [`LabError::Client`].
     pub async fn token(&self, role: Role, uses: u32) -> Result<String, LabError> {
-        let reply = self
-            .client()?
+        let client = self.client()?;
+        let reply = client
             .call(&TokenCreate {
                 role,
                 ttl_secs: Some(TOKEN_TTL_SECS),
                 uses: Some(uses),
             })
-            .await?;
-        Ok(reply.token)
+            .await;
+        client.close().await;
+        Ok(reply?.token)
     }
 
     async fn add_member(
@@ -445,6 +446,12 @@ impl Lab {
     /// [`LabError::NotReady`] after `timeout`, with what the cluster said last.
     pub async fn wait_voters(&self, timeout: Duration) -> Result<(), LabError> {
         let client = self.client()?;
+        let result = self.poll_voters(&client, timeout).await;
+        client.close().await;
+        result
+    }
+
+    async fn poll_voters(&self, client: &AdminClient, timeout: Duration) -> Result<(), LabError> {
         let want = self.members.len();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -616,6 +623,16 @@ impl Lab {
     /// [`LabError::NotReady`] after `timeout`, naming the hosts missing.
     pub async fn wait_hosts_online(&self, timeout: Duration) -> Result<(), LabError> {
         let client = self.client()?;
+        let result = self.poll_hosts_online(&client, timeout).await;
+        client.close().await;
+        result
+    }
+
+    async fn poll_hosts_online(
+        &self,
+        client: &AdminClient,
+        timeout: Duration,
+    ) -> Result<(), LabError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let read = HostList {

@@ -32,7 +32,6 @@ use crate::exit::CliError;
 use crate::output::{OutputFormat, json};
 use client::AdminClient;
 use error::DemoError;
-use lab::binaries::{AGENT, COORDINATOR};
 use lab::{Binaries, HostOptions, Lab, LabOptions};
 use protocol::Role;
 use report::{DemoReady, HostInfo, MemberInfo};
@@ -49,8 +48,6 @@ pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<()
     check_args(args)?;
     let fleet = fleet::load(args.file.as_deref())?;
     let bins = Binaries::beside_current_exe().map_err(DemoError::from)?;
-    bins.require(&[COORDINATOR, AGENT])
-        .map_err(DemoError::from)?;
     let mut options = LabOptions::new(bins.clone());
     options.dir.clone_from(&args.dir);
     options.prefix = "pvefleet-demo".to_string();
