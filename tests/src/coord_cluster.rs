@@ -3,7 +3,7 @@
 //! with `--output json` and a member's `/metrics`. Setting up what cannot be set up is a test
 //! failure, so this panics with the launcher's message.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -12,13 +12,6 @@ use lab::binaries::CLI;
 use lab::{Lab, Member};
 
 use crate::test_lab::{install_crypto, test_lab_options, test_runtime};
-
-/// A free UDP port on 127.0.0.1 (QUIC listens on UDP). Bound and released: good enough on a
-/// test machine where nothing else races for ports in the same instant.
-pub fn free_udp_port() -> u16 {
-    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind a UDP port");
-    sock.local_addr().expect("local addr").port()
-}
 
 /// A cluster under test. Dropping it kills every process (agents first).
 pub struct Cluster {

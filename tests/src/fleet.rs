@@ -53,7 +53,6 @@ pub struct HostVm {
 impl Fleet {
     /// `coordinators` members (1, 3 or 5), all voters, and no agent yet.
     pub fn start(coordinators: usize) -> Fleet {
-        crate::test_lab::install_crypto();
         let mut cluster = Cluster::found(&[]);
         for _ in 1..coordinators {
             let token = cluster.coordinator_token();

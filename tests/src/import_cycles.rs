@@ -17,10 +17,50 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result, bail};
 use proc_macro2::{Spacing, TokenStream, TokenTree};
 use syn::ext::IdentExt as _;
 use syn::visit::Visit;
+
+/// Why the sources could not be read: the checker fails loudly rather than passing on less.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// A file or directory cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file or directory.
+        path: PathBuf,
+        /// The system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file does not parse (as Rust, or the manifest as TOML).
+    #[error("cannot parse {}: {reason}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's words.
+        reason: String,
+    },
+    /// The manifest lists no workspace members.
+    #[error("{} has no [workspace] members", .0.display())]
+    NoMembers(PathBuf),
+}
+
+type Result<T> = std::result::Result<T, CheckError>;
+
+fn read_err(path: &Path) -> impl FnOnce(std::io::Error) -> CheckError + '_ {
+    move |source| CheckError::Read {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn parse_err(path: &Path) -> impl FnOnce(String) -> CheckError + '_ {
+    move |reason| CheckError::Parse {
+        path: path.to_path_buf(),
+        reason,
+    }
+}
 
 /// One cycle between files of a crate: a strongly connected component of the file graph.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,14 +130,14 @@ pub fn find(root: &Path, crate_dirs: &[&str]) -> Result<Vec<Cycle>> {
 /// this workspace lists its members by name).
 pub fn workspace_members(root: &Path) -> Result<Vec<String>> {
     let path = root.join("Cargo.toml");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("read {path:?}"))?;
-    let table: toml::Table = toml::from_str(&text).with_context(|| format!("parse {path:?}"))?;
+    let text = std::fs::read_to_string(&path).map_err(read_err(&path))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| parse_err(&path)(e.to_string()))?;
     let Some(members) = table
         .get("workspace")
         .and_then(|w| w.get("members"))
         .and_then(toml::Value::as_array)
     else {
-        bail!("{path:?} has no [workspace] members");
+        return Err(CheckError::NoMembers(path));
     };
     Ok(members
         .iter()
@@ -211,8 +251,8 @@ impl Crate {
         let bin = src.join("bin");
         if bin.is_dir() {
             let mut bins = Vec::new();
-            for entry in std::fs::read_dir(&bin).with_context(|| format!("read {bin:?}"))? {
-                let path = entry?.path();
+            for entry in std::fs::read_dir(&bin).map_err(read_err(&bin))? {
+                let path = entry.map_err(read_err(&bin))?.path();
                 if path.extension().is_some_and(|e| e == "rs") {
                     bins.push(path);
                 } else if path.join("main.rs").is_file() {
@@ -253,8 +293,8 @@ impl Crate {
 
     /// Parses the file that holds `module`'s body; `child_dir` is where its `mod x;` files live.
     fn load_file(&mut self, path: &Path, module: usize, child_dir: PathBuf) -> Result<()> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("read {path:?}"))?;
-        let parsed = syn::parse_file(&text).with_context(|| format!("parse {path:?}"))?;
+        let text = std::fs::read_to_string(path).map_err(read_err(path))?;
+        let parsed = syn::parse_file(&text).map_err(|e| parse_err(path)(e.to_string()))?;
         let file = self.file_id(path);
         let here = path.parent().map(Path::to_path_buf).unwrap_or_default();
         self.walk_items(&parsed.items, module, file, &Dirs { child_dir, here })
