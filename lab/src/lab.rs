@@ -111,28 +111,13 @@ pub struct Agent {
     pub pve: Option<PveNode>,
 }
 
-impl Member {
-    /// Whether its process runs.
-    pub fn is_running(&mut self) -> bool {
-        self.process.as_mut().is_some_and(|p| p.exited().is_none())
-    }
-
-    /// Its process id while it runs.
-    pub fn pid(&self) -> Option<u32> {
-        self.process.as_ref().and_then(Process::pid)
-    }
-}
-
-impl Agent {
-    /// Whether its process runs.
-    pub fn is_running(&mut self) -> bool {
-        self.process.as_mut().is_some_and(|p| p.exited().is_none())
-    }
-
-    /// Its process id while it runs (for resource measurements).
-    pub fn pid(&self) -> Option<u32> {
-        self.process.as_ref().and_then(Process::pid)
-    }
+/// A long-running part of a lab, by its index in [`Lab::members`] or [`Lab::agents`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// A coordinator member.
+    Member(usize),
+    /// A node agent.
+    Agent(usize),
 }
 
 /// What a teardown did.
@@ -226,16 +211,6 @@ impl Lab {
         self.agents
             .get(i)
             .ok_or_else(|| LabError::NoSuchPart(format!("no agent {i}")))
-    }
-
-    /// Whether member `i` runs.
-    pub fn member_runs(&mut self, i: usize) -> bool {
-        self.members.get_mut(i).is_some_and(Member::is_running)
-    }
-
-    /// Whether agent `i` runs.
-    pub fn agent_runs(&mut self, i: usize) -> bool {
-        self.agents.get_mut(i).is_some_and(Agent::is_running)
     }
 
     /// The index of the agent of host `host`.
@@ -355,6 +330,9 @@ impl Lab {
     /// # Errors
     /// [`LabError::NoSuchPart`] if it runs already, else what the start failed on.
     pub async fn start_member(&mut self, i: usize) -> Result<(), LabError> {
+        if self.runs(Part::Member(i)) {
+            return Err(LabError::NoSuchPart(format!("member {i} runs already")));
+        }
         let program = self.options.binaries.path(COORDINATOR)?;
         let (stderr, filter) = (self.options.stderr, self.options.log_filter.clone());
         let args = self.options.member_args.clone();
@@ -362,12 +340,6 @@ impl Lab {
             .members
             .get_mut(i)
             .ok_or_else(|| LabError::NoSuchPart(format!("no member {i}")))?;
-        if member.is_running() {
-            return Err(LabError::NoSuchPart(format!(
-                "member {} runs already",
-                member.n
-            )));
-        }
         let mut run = Command::new(program);
         run.arg("run")
             .arg("--data-dir")
@@ -382,42 +354,6 @@ impl Lab {
         member.http = Some(ready.http);
         member.process = Some(process);
         Ok(())
-    }
-
-    /// SIGKILL member `i`: no shutdown, no flush beyond what was already durable.
-    pub async fn kill_member(&mut self, i: usize) {
-        if let Some(p) = self.members.get_mut(i).and_then(|m| m.process.take()) {
-            p.kill().await;
-        }
-    }
-
-    /// SIGTERM member `i` and wait for it to exit (killed after the grace period).
-    pub async fn stop_member(&mut self, i: usize) -> Option<Stopped> {
-        let p = self.members.get_mut(i).and_then(|m| m.process.take())?;
-        Some(p.stop(STOP_GRACE).await)
-    }
-
-    /// SIGSTOP member `i` (frozen: to its peers, a hung host).
-    ///
-    /// # Errors
-    /// [`LabError::NoSuchPart`] if it does not run.
-    pub fn pause_member(&self, i: usize) -> Result<(), LabError> {
-        self.running_member(i)?.pause()
-    }
-
-    /// SIGCONT member `i` after [`Lab::pause_member`].
-    ///
-    /// # Errors
-    /// [`LabError::NoSuchPart`] if it does not run.
-    pub fn resume_member(&self, i: usize) -> Result<(), LabError> {
-        self.running_member(i)?.resume()
-    }
-
-    fn running_member(&self, i: usize) -> Result<&Process, LabError> {
-        self.member(i)?
-            .process
-            .as_ref()
-            .ok_or_else(|| LabError::NoSuchPart(format!("member {i} does not run")))
     }
 
     /// Writes the CLI configuration: the founder's admin certificate, every member so far
@@ -547,18 +483,15 @@ impl Lab {
     /// # Errors
     /// [`LabError::NoSuchPart`] if it runs already, else what the start failed on.
     pub async fn start_agent(&mut self, i: usize) -> Result<(), LabError> {
+        if self.runs(Part::Agent(i)) {
+            return Err(LabError::NoSuchPart(format!("agent {i} runs already")));
+        }
         let program = self.options.binaries.path(AGENT)?;
         let (stderr, filter) = (self.options.stderr, self.options.log_filter.clone());
         let agent = self
             .agents
             .get_mut(i)
             .ok_or_else(|| LabError::NoSuchPart(format!("no agent {i}")))?;
-        if agent.is_running() {
-            return Err(LabError::NoSuchPart(format!(
-                "agent {} runs already",
-                agent.host
-            )));
-        }
         let mut run = Command::new(program);
         run.arg("run")
             .arg("--config")
@@ -580,40 +513,61 @@ impl Lab {
         Ok(())
     }
 
-    /// SIGKILL agent `i` (its PVE host keeps running, as a real host does).
-    pub async fn kill_agent(&mut self, i: usize) {
-        if let Some(p) = self.agents.get_mut(i).and_then(|a| a.process.take()) {
+    /// The process slot of `part`.
+    fn slot(&mut self, part: Part) -> Option<&mut Option<Process>> {
+        match part {
+            Part::Member(i) => self.members.get_mut(i).map(|m| &mut m.process),
+            Part::Agent(i) => self.agents.get_mut(i).map(|a| &mut a.process),
+        }
+    }
+
+    /// The process id of `part` while it runs (for resource measurements).
+    pub fn pid(&mut self, part: Part) -> Option<u32> {
+        self.slot(part)?.as_ref().and_then(Process::pid)
+    }
+
+    /// Whether `part` runs.
+    pub fn runs(&mut self, part: Part) -> bool {
+        self.slot(part)
+            .and_then(Option::as_mut)
+            .is_some_and(|p| p.exited().is_none())
+    }
+
+    /// SIGKILL `part`: no shutdown, no flush beyond what was already durable (an agent's PVE
+    /// host keeps running, as a real host does).
+    pub async fn kill(&mut self, part: Part) {
+        if let Some(p) = self.slot(part).and_then(Option::take) {
             p.kill().await;
         }
     }
 
-    /// SIGTERM agent `i` and wait for it to exit (killed after the grace period).
-    pub async fn stop_agent(&mut self, i: usize) -> Option<Stopped> {
-        let p = self.agents.get_mut(i).and_then(|a| a.process.take())?;
+    /// SIGTERM `part` and wait for it to exit (killed after the grace period); `None` if it
+    /// did not run.
+    pub async fn terminate(&mut self, part: Part) -> Option<Stopped> {
+        let p = self.slot(part).and_then(Option::take)?;
         Some(p.stop(STOP_GRACE).await)
     }
 
-    /// SIGSTOP agent `i`.
+    /// SIGSTOP `part` (frozen: to its peers, a hung host).
     ///
     /// # Errors
     /// [`LabError::NoSuchPart`] if it does not run.
-    pub fn pause_agent(&self, i: usize) -> Result<(), LabError> {
-        self.running_agent(i)?.pause()
+    pub fn pause(&mut self, part: Part) -> Result<(), LabError> {
+        self.running(part)?.pause()
     }
 
-    /// SIGCONT agent `i` after [`Lab::pause_agent`].
+    /// SIGCONT `part` after [`Lab::pause`].
     ///
     /// # Errors
     /// [`LabError::NoSuchPart`] if it does not run.
-    pub fn resume_agent(&self, i: usize) -> Result<(), LabError> {
-        self.running_agent(i)?.resume()
+    pub fn resume(&mut self, part: Part) -> Result<(), LabError> {
+        self.running(part)?.resume()
     }
 
-    fn running_agent(&self, i: usize) -> Result<&Process, LabError> {
-        self.agent(i)?
-            .process
-            .as_ref()
-            .ok_or_else(|| LabError::NoSuchPart(format!("agent {i} does not run")))
+    fn running(&mut self, part: Part) -> Result<&Process, LabError> {
+        self.slot(part)
+            .and_then(|p| p.as_ref())
+            .ok_or_else(|| LabError::NoSuchPart(format!("{part:?} does not run")))
     }
 
     /// Waits until every agent's host is online with its PVE facts (storages, bridges,

@@ -25,5 +25,5 @@ pub mod pve_node;
 pub use binaries::Binaries;
 pub use error::LabError;
 pub use host::{HostOptions, PveAccess};
-pub use lab::{Agent, Lab, LabOptions, Member, Teardown};
+pub use lab::{Agent, Lab, LabOptions, Member, Part, Teardown};
 pub use process::{Stderr, Stopped};

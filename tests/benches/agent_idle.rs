@@ -60,7 +60,7 @@ fn main() {
     fleet.wait_vms("100 VMs running", Duration::from_secs(600), |v| {
         all_running_with_ips(v, &names)
     });
-    let pid = fleet.agents()[host].pid().expect("the agent runs");
+    let pid = fleet.agent_pid(host).expect("the agent runs");
     // Let the last results be acknowledged and the inventory settle before measuring.
     std::thread::sleep(Duration::from_secs(5));
 

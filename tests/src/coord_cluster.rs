@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use lab::binaries::CLI;
-use lab::{Lab, Member};
+use lab::{Lab, Member, Part};
 
 use crate::test_lab::{install_crypto, test_lab_options, test_runtime};
 
@@ -61,12 +61,12 @@ impl Cluster {
 
     /// SIGKILL member `i`: no shutdown, no flush beyond what was already durable.
     pub fn kill9(&mut self, i: usize) {
-        self.rt.block_on(self.lab.kill_member(i));
+        self.rt.block_on(self.lab.kill(Part::Member(i)));
     }
 
     /// SIGTERM member `i` and wait for its exit (bounded).
     pub fn stop(&mut self, i: usize) {
-        let stopped = self.rt.block_on(self.lab.stop_member(i));
+        let stopped = self.rt.block_on(self.lab.terminate(Part::Member(i)));
         assert!(
             !matches!(stopped, Some(lab::Stopped::Killed)),
             "member {i} did not stop on SIGTERM and was killed"
@@ -82,7 +82,7 @@ impl Cluster {
 
     /// Whether member `i` runs.
     pub fn is_running(&mut self, i: usize) -> bool {
-        self.lab.member_runs(i)
+        self.lab.runs(Part::Member(i))
     }
 
     /// A gauge from member `i`'s `/metrics` (plain HTTP/1.0 GET on its local HTTP port).

@@ -126,10 +126,17 @@ impl Fleet {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// The process id of agent `i` while it runs (for resource measurements).
+    pub fn agent_pid(&mut self, i: usize) -> Option<u32> {
+        self.cluster.lab.pid(lab::Part::Agent(i))
+    }
+
     /// SIGKILL the agent of host `name` (its PVE host keeps running).
     pub fn kill9_agent(&mut self, name: &str) {
         let i = self.agent_index(name);
-        self.cluster.rt.block_on(self.cluster.lab.kill_agent(i));
+        self.cluster
+            .rt
+            .block_on(self.cluster.lab.kill(lab::Part::Agent(i)));
     }
 
     /// Runs the agent of host `name` again and waits for its ready line.
