@@ -6,12 +6,14 @@
 //! ```text
 //!  Lab::new ─▶ found (init + run member 1) ─▶ join_member.. ─▶ wait_voters
 //!           ─▶ add_agent (pve-sim serve if https/pvesh, join, config, run) ─▶ wait_hosts_online
-//!  faults:     kill_/stop_/pause_/resume_/start_ member | agent
+//!  faults:     kill / terminate / pause / resume a Part (Member(i) | Agent(i)); start_ again
 //!  teardown:   stop(): agents, then their PVE hosts, then members (SIGTERM, grace, SIGKILL)
 //! ```
 //!
 //! Every child runs in its own process group with its log in the lab's directory
-//! ([`layout`]); its first stdout line is its ready line ([`process`]).
+//! ([`layout`]); its first stdout line is its ready line ([`process`]). Tests of a single
+//! daemon binary start it with [`process::Process`] too, and the `Type=notify` tests talk to
+//! it through [`fake_systemd`].
 
 pub mod binaries;
 pub mod error;
