@@ -64,11 +64,13 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Dev-only exceptions: the simulator's tests drive it with the real client; the
-/// coordinator's tests call their in-process members with the fleet client and start
-/// processes with the launcher; the CLI's tests stand in for members over the transport.
+/// Dev-only exceptions: the simulator's tests drive it with the real client and start its
+/// binary with the launcher's process handling; the coordinator's and the agent's tests call
+/// members with the fleet client and start their binaries with the launcher; the CLI's tests
+/// stand in for members over the transport.
 pub const ALLOWED_DEV: &[(&str, &str)] = &[
     ("pve-sim", "pve"),
+    ("pve-sim", "lab"),
     ("coordinator", "client"),
     ("coordinator", "lab"),
     ("node-agent", "lab"),

@@ -6,12 +6,11 @@
 
 use crate::common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
+use lab::process::{Process, Stderr};
 use pve_sim::SimConfig;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pve-sim");
 
@@ -33,29 +32,29 @@ async fn serve_announces_itself_and_stops_on_sigterm() {
     use std::os::unix::fs::PermissionsExt;
 
     let dir = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new(BIN)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--time-scale",
-            "0",
-            "--per-node-listen",
-            "0",
-        ])
-        .arg("--state-dir")
-        .arg(dir.path())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--time-scale",
+        "0",
+        "--per-node-listen",
+        "0",
+    ])
+    .arg("--state-dir")
+    .arg(dir.path());
+    let log = logs.path().join("pve-sim.log");
+    let (process, line) = Process::start(
+        "pve-sim",
+        cmd,
+        &log,
+        Stderr::Inherit,
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
     let ready: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(ready["node"], "pve1");
     assert_eq!(ready["nodes"].as_array().unwrap().len(), 3);
@@ -95,16 +94,7 @@ async fn serve_announces_itself_and_stops_on_sigterm() {
         assert_eq!(resp.status(), 200);
     }
 
-    let pid = child.id().unwrap().to_string();
-    let kill = tokio::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .await
-        .unwrap();
-    assert!(kill.success());
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success(), "{status:?}");
+    // A clean exit on SIGTERM, within the grace period.
+    let stopped = process.stop(Duration::from_secs(30)).await;
+    assert_eq!(stopped.exit_code(), Some(0), "{stopped:?}");
 }
