@@ -68,6 +68,18 @@ pub enum LabError {
     /// An action named a part the lab does not have or that is in the wrong state.
     #[error("{0}")]
     NoSuchPart(String),
+    /// A SIGSTOP or SIGCONT did not take effect on every thread of a part in time.
+    #[error(
+        "{what} is not {wanted} {after:?} after the signal; it may be stuck in the kernel (state D)"
+    )]
+    Signal {
+        /// The part.
+        what: String,
+        /// `stopped` or `running`.
+        wanted: &'static str,
+        /// How long the lab waited.
+        after: std::time::Duration,
+    },
     /// A cluster call failed.
     #[error("{0}")]
     Client(#[from] ClientError),

@@ -548,20 +548,21 @@ impl Lab {
         Some(p.stop(STOP_GRACE).await)
     }
 
-    /// SIGSTOP `part` (frozen: to its peers, a hung host).
+    /// SIGSTOP `part` (frozen: to its peers, a hung host); when this returns, every thread of
+    /// it is stopped.
     ///
     /// # Errors
-    /// [`LabError::NoSuchPart`] if it does not run.
-    pub fn pause(&mut self, part: Part) -> Result<(), LabError> {
-        self.running(part)?.pause()
+    /// [`LabError::NoSuchPart`] if it does not run; [`LabError::Signal`] if it did not freeze.
+    pub async fn pause(&mut self, part: Part) -> Result<(), LabError> {
+        self.running(part)?.pause().await
     }
 
-    /// SIGCONT `part` after [`Lab::pause`].
+    /// SIGCONT `part` after [`Lab::pause`]; when this returns, no thread of it is stopped.
     ///
     /// # Errors
-    /// [`LabError::NoSuchPart`] if it does not run.
-    pub fn resume(&mut self, part: Part) -> Result<(), LabError> {
-        self.running(part)?.resume()
+    /// [`LabError::NoSuchPart`] if it does not run; [`LabError::Signal`] if it did not thaw.
+    pub async fn resume(&mut self, part: Part) -> Result<(), LabError> {
+        self.running(part)?.resume().await
     }
 
     fn running(&mut self, part: Part) -> Result<&Process, LabError> {

@@ -20,6 +20,10 @@ use crate::error::LabError;
 const TAIL_LINES: usize = 20;
 /// How long a child whose stdout closed without a ready line gets to exit.
 const EXIT_AFTER_EOF: Duration = Duration::from_secs(2);
+/// How long a SIGSTOP or SIGCONT may take to reach every thread of a child.
+pub const SIGNAL_SETTLE: Duration = Duration::from_secs(5);
+/// How often the threads' states are read meanwhile.
+const SETTLE_POLL: Duration = Duration::from_millis(2);
 
 /// Where a long-running child's stderr goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -225,30 +229,46 @@ impl Process {
             .is_some_and(|pid| kill_process(pid, signal).is_ok())
     }
 
-    /// SIGSTOP: it freezes mid-flight (a hung host, as far as its peers can tell).
+    /// SIGSTOP, and waits until every thread of it is stopped: when this returns it is frozen
+    /// mid-flight (a hung host, as far as its peers can tell). Signal delivery is
+    /// asynchronous, so without the wait a caller could still see it run.
     ///
     /// # Errors
-    /// [`LabError::NoSuchPart`] if it has exited.
-    pub fn pause(&self) -> Result<(), LabError> {
-        self.signal_or_gone(Signal::STOP)
+    /// [`LabError::NoSuchPart`] if it has exited; [`LabError::Signal`] if it is not frozen
+    /// within [`SIGNAL_SETTLE`].
+    pub async fn pause(&self) -> Result<(), LabError> {
+        self.signal_and_settle(Signal::STOP, true).await
     }
 
-    /// SIGCONT after [`Process::pause`].
+    /// SIGCONT after [`Process::pause`], and waits until no thread of it is stopped.
     ///
     /// # Errors
-    /// [`LabError::NoSuchPart`] if it has exited.
-    pub fn resume(&self) -> Result<(), LabError> {
-        self.signal_or_gone(Signal::CONT)
+    /// [`LabError::NoSuchPart`] if it has exited; [`LabError::Signal`] if it still is stopped
+    /// after [`SIGNAL_SETTLE`].
+    pub async fn resume(&self) -> Result<(), LabError> {
+        self.signal_and_settle(Signal::CONT, false).await
     }
 
-    fn signal_or_gone(&self, signal: Signal) -> Result<(), LabError> {
-        if self.signal(signal) {
-            Ok(())
-        } else {
-            Err(LabError::NoSuchPart(format!(
-                "{} is not running",
-                self.what
-            )))
+    async fn signal_and_settle(&self, signal: Signal, frozen: bool) -> Result<(), LabError> {
+        let gone = || LabError::NoSuchPart(format!("{} is not running", self.what));
+        let pid = self.pid().ok_or_else(gone)?;
+        if !self.signal(signal) {
+            return Err(gone());
+        }
+        let deadline = tokio::time::Instant::now() + SIGNAL_SETTLE;
+        loop {
+            match threads_stopped(pid) {
+                None => return Err(gone()),
+                Some(stopped) if stopped == frozen => return Ok(()),
+                Some(_) if tokio::time::Instant::now() >= deadline => {
+                    return Err(LabError::Signal {
+                        what: self.what.clone(),
+                        wanted: if frozen { "stopped" } else { "running" },
+                        after: SIGNAL_SETTLE,
+                    });
+                }
+                Some(_) => tokio::time::sleep(SETTLE_POLL).await,
+            }
         }
     }
 
@@ -309,6 +329,29 @@ pub fn log_tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n")
 }
 
+/// Whether every thread of process `pid` is stopped (`T`, or `t` under a tracer) — `Some(false)`
+/// if any runs or sleeps, `None` once the process is gone (or only its zombie is left). Every thread is read because a
+/// group stop reaches each thread when it next handles the signal, the main one not last.
+fn threads_stopped(pid: u32) -> Option<bool> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut stopped = false;
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue; // a thread that ended meanwhile
+        };
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        match state {
+            Some('T' | 't') => stopped = true,
+            Some('Z' | 'X') | None => {}
+            Some(_) => return Some(false),
+        }
+    }
+    // Only zombies left: the process has exited and is neither frozen nor running.
+    stopped.then_some(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,8 +409,22 @@ mod tests {
         )
         .await
         .unwrap();
-        process.pause().unwrap();
+        let pid = process.pid().unwrap();
+        process.pause().await.unwrap();
+        assert_eq!(
+            threads_stopped(pid),
+            Some(true),
+            "frozen when pause returns"
+        );
+        process.resume().await.unwrap();
+        assert_eq!(
+            threads_stopped(pid),
+            Some(false),
+            "thawed when resume returns"
+        );
+        process.pause().await.unwrap();
         assert!(matches!(process.stop(WAIT).await, Stopped::Exited(_)));
+        assert_eq!(threads_stopped(pid), None, "gone once stopped");
         let (process, _) = Process::start(
             "b",
             sh("echo ready; exec sleep 30"),

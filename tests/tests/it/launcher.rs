@@ -43,16 +43,16 @@ fn parts_are_frozen_thawed_restarted_and_all_stopped_in_order() {
         .pid()
         .unwrap();
 
-    lab.pause(Part::Member(0)).unwrap();
+    rt.block_on(lab.pause(Part::Member(0))).unwrap();
     assert_eq!(proc_state(member), Some('T'));
-    lab.resume(Part::Member(0)).unwrap();
+    rt.block_on(lab.resume(Part::Member(0))).unwrap();
     assert_ne!(proc_state(member), Some('T'));
 
     rt.block_on(lab.kill(Part::Agent(0)));
     assert!(!lab.runs(Part::Agent(0)));
     assert_eq!(proc_state(agent), None, "a killed agent is reaped");
     assert!(
-        lab.pause(Part::Agent(0)).is_err(),
+        rt.block_on(lab.pause(Part::Agent(0))).is_err(),
         "a part that does not run"
     );
     rt.block_on(lab.start_agent(0)).unwrap();
@@ -68,7 +68,7 @@ fn parts_are_frozen_thawed_restarted_and_all_stopped_in_order() {
     );
 
     // Frozen parts are stopped too: the teardown thaws before SIGTERM.
-    lab.pause(Part::Agent(0)).unwrap();
+    rt.block_on(lab.pause(Part::Agent(0))).unwrap();
     let teardown = rt.block_on(lab.stop());
     assert_eq!((teardown.clean, teardown.killed), (3, 0), "{teardown:?}");
     for pid in [member, agent, host] {
