@@ -15,6 +15,7 @@ use rcgen::{
 use time::OffsetDateTime;
 
 use crate::cert::{certificate_der, parse_der, sha256, validity_of};
+use crate::csr_key;
 use crate::error::{BootstrapError, crypto};
 use crate::names::cert_names;
 
@@ -139,7 +140,8 @@ impl ClusterCa {
     ) -> Result<String, BootstrapError> {
         let csr = CertificateSigningRequestParams::from_pem(csr_pem).map_err(|e| {
             BootstrapError::BadCsr {
-                reason: e.to_string(),
+                // A weak key fails the signature check too; say so rather than "invalid".
+                reason: csr_key::key_problem(csr_pem).unwrap_or_else(|| e.to_string()),
             }
         })?;
         self.issue_for(&csr.public_key, role, node_id, validity, now)

@@ -295,3 +295,55 @@ fn transport_reads_the_identity_and_pin_bootstrap_writes() {
         assert_eq!(seen, transport::PeerIdentity::new(role, id));
     }
 }
+
+/// `openssl req -new -newkey rsa:1024 -subj /O=pvefleet/CN=weak`: a correctly signed CSR whose
+/// key is too weak for the cluster.
+const RSA_1024_CSR: &str = "\
+-----BEGIN CERTIFICATE REQUEST-----\n\
+MIIBYTCBywIBADAiMREwDwYDVQQKDAhwdmVmbGVldDENMAsGA1UEAwwEd2VhazCB\n\
+nzANBgkqhkiG9w0BAQEFAAOBjQAwgYkCgYEA17WETS4XLvYCaYPtz+QBSNLDpQ0u\n\
+YcQMeWkm/euRyQ+y4QcVZL8IdxtYdoNnxNiDiCtpP66LzQM0ZuwVISFFyneXS9hR\n\
+bMQlVy7jK38oDw0Tp19TIjt6h7hszPiQfgj9/soQKG3EfSy0uPDbD5X8546x17HW\n\
+HYx+ZyNJBornfwECAwEAAaAAMA0GCSqGSIb3DQEBCwUAA4GBAC3R9uOFS5KuTjFo\n\
+p7eS58LPSnuVsechE+ug6tiCXWpVuD/j3ej1rjbDajBVdgjDD06pIY1r95egGYg/\n\
+MF6FDbS5imqbaGf860kl28+8DYIda6qWpqb3y74D5HDaz4JPMcaLSpNZNaB2FXqA\n\
+PLozcaje+3Lra6wIH54vX2AT+8hA\n\
+-----END CERTIFICATE REQUEST-----\n\
+";
+
+/// The same with `rsa:2048`, the smallest RSA key the cluster accepts.
+const RSA_2048_CSR: &str = "\
+-----BEGIN CERTIFICATE REQUEST-----\n\
+MIICZTCCAU0CAQAwIDERMA8GA1UECgwIcHZlZmxlZXQxCzAJBgNVBAMMAm9rMIIB\n\
+IjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAlDhf0p1s0Ih8ferHujuwqYcT\n\
+g+/8GJcxtowTa+gZa3OLef/ZxIgrotEsHuKHh/3BR9WSORxCwkTvO+y+djGBTnEP\n\
+UAB9BjWff/VMZnjj2hypmuumcVScjIotizLhIjvgV0CsgTOniztcnxtbY+V7HQ14\n\
+LUHuD01QxNYbqxFBvd5h0F6AwIYPpuilFQerevMKagsaLG1T0neBWwo+mkwd2cGo\n\
+2gr6yD5utFo7Z0x1CgLCtNqMlhC/uP+0MTFG4iuCHfomyxDNTPnY/CprJt9Kw3JG\n\
+n1ptO3lMLExBcHGzbZtFwuV/1J6FLhowc9suG14LJmME2yEZRjZXodImf8UjWwID\n\
+AQABoAAwDQYJKoZIhvcNAQELBQADggEBAHAp3RXbHIgNrHgp2UltpEyZseKjpVuL\n\
+r38Dc0EbtPJCIejqZQA7SOPz1rrSUbOqT9LaywY302/RjGQB4F2encCa9M4kCrpe\n\
+5HcbP5uouF8mdNw+t2Wn/Xya1wcCIu86J4S9HPpvXSft3il88A9iEXVHmk2f5QM1\n\
+0PVhfXfRQTRNSW1JmLed8smFqCqrFS/3TmMePHB71MuREB0L3VyahKGoOlIGdJ0X\n\
+ppC5Kh2GEqRHzuWtr2Lcpsd6PLiLYT98YN/KZDeppOUsmfgR3rZoZeYfGIeVAiTS\n\
+PWPV29iJ4v6CukSkOYGX165gdTZwFTcQ6oc694ai1NIee/62ElbBr7k=\n\
+-----END CERTIFICATE REQUEST-----\n\
+";
+
+#[test]
+fn a_weak_rsa_key_is_refused_as_too_weak_not_as_a_bad_signature() {
+    let ca = ClusterCa::create("lab", NOW).unwrap();
+    let err = ca
+        .issue(RSA_1024_CSR, Role::Agent, 1, DEFAULT_LEAF_VALIDITY, NOW)
+        .unwrap_err();
+    assert!(matches!(err, BootstrapError::BadCsr { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("RSA-1024, too weak"), "{text}");
+    assert!(text.contains("2048-8192 bits"), "{text}");
+    assert!(!text.contains("Invalid CSR signature"), "{text}");
+
+    let pem = ca
+        .issue(RSA_2048_CSR, Role::Agent, 1, DEFAULT_LEAF_VALIDITY, NOW)
+        .unwrap();
+    assert!(pem.contains("BEGIN CERTIFICATE"));
+}

@@ -111,6 +111,21 @@ pub enum BootstrapError {
         /// The first existing file found.
         found: PathBuf,
     },
+    /// The node directory already exists and group or others may write to it.
+    #[error(
+        "{} is writable by group or others (mode {mode:04o}): anyone who can write there could \
+         already have placed files or could swap the keys while they are written; use a \
+         directory only root can write to (a new one is created with mode 0700), or check its \
+         contents and run `chmod 700 {}`",
+        dir.display(),
+        dir.display()
+    )]
+    SharedDirectory {
+        /// The node directory.
+        dir: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// A time outside what certificates can express (before 1970 or past year 9999).
     #[error("time {0} (unix seconds) is out of range for a certificate")]
     TimeOutOfRange(u64),

@@ -110,3 +110,34 @@ fn bad_cluster_ids_are_refused_before_anything_is_written() {
         validate_cluster_id(id).unwrap();
     }
 }
+
+#[test]
+fn init_refuses_an_existing_directory_others_may_write_and_keeps_a_readable_one() {
+    for mode in [0o777, 0o1777, 0o770, 0o702] {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("data");
+        fs::create_dir(&path).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+        let err = init(&path, None, 1, NOW).unwrap_err();
+        assert!(
+            matches!(err, BootstrapError::SharedDirectory { .. }),
+            "{mode:o}: {err}"
+        );
+        let text = err.to_string();
+        assert!(text.contains("writable by group or others"), "{text}");
+        assert!(text.contains("chmod 700"), "{text}");
+        assert_eq!(fs::read_dir(&path).unwrap().count(), 0, "nothing written");
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+            mode,
+            "the directory's mode is left to its owner"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data");
+    fs::create_dir(&path).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    init(&path, None, 1, NOW).unwrap();
+    let dir = NodeDir::new(&path);
+    assert_eq!(mode_of(&dir.ca_key()), 0o600);
+}

@@ -10,7 +10,8 @@ use rand::rngs::StdRng;
 
 use super::*;
 use crate::ca::{ClusterCa, DEFAULT_LEAF_VALIDITY};
-use crate::token_record::{DEFAULT_TOKEN_TTL, TokenRecord, verify};
+use crate::token_policy::DEFAULT_TOKEN_TTL;
+use crate::token_record::{TokenRecord, verify};
 
 const NOW: u64 = 1_800_000_000;
 

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //!  pvefleet init ──▶ ClusterCa::create ──▶ node + admin certificates ──▶ NodeDir (0600 keys)
-//!  pvefleet token create ──▶ TokenRecord (replicated, hashed) + JoinToken text (printed once)
-//!  joining node: JoinToken::parse ─ pins CA sha256 ─▶ JoinRequest{token, CSR} ──▶ coordinator
+//!  pvefleet token create ──▶ token_terms (1 use, 1 h by default) ──▶ TokenRecord (replicated,
+//!                            hashed) + JoinToken text (printed once)
+//!  joining node: read_join_token (file, stdin or environment; never argv) ──▶ JoinToken::parse ─ pins CA sha256 ─▶ JoinRequest{token, CSR} ──▶ coordinator
 //!  coordinator: token_record::verify(record, token, our CA, now) ──▶ ClusterCa::issue(CSR, role, id)
 //!  pvefleet CLI, lab, tests ──▶ CliConfig (pvefleet.toml: CA, admin certificate, members)
 //! ```
@@ -16,6 +17,7 @@ pub mod ca;
 pub mod cert;
 pub mod cli_config;
 pub mod cluster_config;
+mod csr_key;
 pub mod error;
 pub mod init;
 pub mod join;
@@ -23,6 +25,8 @@ pub mod key;
 pub mod names;
 pub mod paths;
 pub mod token;
+pub mod token_input;
+pub mod token_policy;
 pub mod token_record;
 
 pub use ca::ClusterCa;
@@ -36,4 +40,8 @@ pub use key::NodeKey;
 pub use names::{CertNames, cert_names};
 pub use paths::NodeDir;
 pub use token::{JoinToken, TokenError};
-pub use token_record::{DEFAULT_TOKEN_TTL, TokenRecord, verify};
+pub use token_input::{JOIN_TOKEN_ENV, TokenInputError, check_join_arguments, read_join_token};
+pub use token_policy::{
+    DEFAULT_TOKEN_TTL, DEFAULT_TOKEN_USES, TokenTerms, TokenTermsError, token_terms,
+};
+pub use token_record::{TokenRecord, verify};

@@ -98,13 +98,30 @@ impl NodeDir {
         .find(|p| p.symlink_metadata().is_ok())
     }
 
-    /// Creates the directory (and parents); a new directory gets mode 0700.
+    /// Creates the directory (and parents); a new directory gets mode 0700. An existing one is
+    /// refused when group or others may write to it ([`BootstrapError::SharedDirectory`]).
+    ///
+    /// Refused rather than tightened: `chmod` cannot undo what another user may already have
+    /// put there (a symlink or hard link named like a file we write next), and such a directory
+    /// is often shared on purpose (`/tmp`), so changing its mode would break others. A directory
+    /// others may only read is kept as it is: every key file is 0600 and checked when read.
     pub fn create(&self) -> Result<(), BootstrapError> {
         DirBuilder::new()
             .recursive(true)
             .mode(DIR_MODE)
             .create(&self.root)
-            .map_err(io_err("create directory", &self.root))
+            .map_err(io_err("create directory", &self.root))?;
+        let mode = fs::metadata(&self.root)
+            .map_err(io_err("inspect", &self.root))?
+            .mode()
+            & 0o7777;
+        if mode & 0o022 != 0 {
+            return Err(BootstrapError::SharedDirectory {
+                dir: self.root.clone(),
+                mode,
+            });
+        }
+        Ok(())
     }
 
     /// The CA, node certificate and node key, as transport takes them. The key file must be

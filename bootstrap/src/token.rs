@@ -70,7 +70,7 @@ pub enum TokenError {
     /// The token's time to live has passed.
     #[error(
         "join token '{id}' expired at {expired_at} (unix seconds): create a new token with \
-         `pvefleet token create` (tokens live 24 hours unless created with another ttl)"
+         `pvefleet token create` (tokens live 1 hour unless created with another --ttl)"
     )]
     Expired {
         /// The token id.

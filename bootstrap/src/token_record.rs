@@ -8,9 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::token::{JoinToken, TokenError};
 
-/// How long a token is valid by default (as kubeadm's).
-pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(24 * 3600);
-
 /// A join token as the cluster remembers it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenRecord {
@@ -32,7 +29,8 @@ pub struct TokenRecord {
 
 impl TokenRecord {
     /// A new token for the cluster whose CA hash is `ca_sha256`: the record to store and the
-    /// token to show the operator once. `uses` of `Some(0)` makes a token that is already used up.
+    /// token to show the operator once. The terms (`ttl`, `uses`) come from
+    /// [`token_terms`](crate::token_policy::token_terms). `uses` of `Some(0)` makes a token that is already used up.
     ///
     /// Ids are random (36^6); the caller refuses to store a record whose id already exists.
     pub fn new(

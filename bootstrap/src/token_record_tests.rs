@@ -4,6 +4,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use super::*;
+use crate::token_policy::DEFAULT_TOKEN_TTL;
 
 const CA: [u8; 32] = [0x11; 32];
 const OTHER_CA: [u8; 32] = [0x22; 32];
@@ -237,7 +238,7 @@ fn record_stores_the_hash_never_the_secret() {
     let stored = serde_json::to_string(&record).unwrap();
     assert!(!stored.contains(&secret));
     assert_eq!(record.secret_sha256, token.secret_sha256());
-    assert_eq!(record.expires_at, NOW + 24 * 3600);
+    assert_eq!(record.expires_at, NOW + 3600);
     assert_eq!(record.created_at, NOW);
     let back: TokenRecord = serde_json::from_str(&stored).unwrap();
     assert_eq!(back, record);

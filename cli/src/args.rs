@@ -1,10 +1,12 @@
 //! The `pvefleet` command line (clap derive): global flags, one subcommand per resource, and the
 //! parsers for durations (`--ttl 24h`, `--timeout 10`).
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use protocol::admin::UNLIMITED_USES;
 use protocol::{NodeId, Role};
 
 use crate::output::OutputFormat;
@@ -70,7 +72,7 @@ pub enum Command {
     Host(HostCommand),
     /// The fleet's event log, oldest first (`--follow` waits for new ones).
     Events(EventsArgs),
-    /// Allocate ids directly (for tests and scripts).
+    /// Allocate ids directly, or release an address (for tests, scripts and reservations).
     #[command(subcommand)]
     Alloc(AllocCommand),
     /// Start a whole simulated fleet on this machine (3 coordinators, 5 simulated PVE hosts),
@@ -146,7 +148,9 @@ pub struct MemberAddArgs {
 /// `pvefleet token ...`
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum TokenCommand {
-    /// Create a join token; it is printed once (only its hash is stored).
+    /// Create a join token (one use, valid 1h unless widened); it is printed once (only its
+    /// hash is stored). A coordinator token hands the cluster CA key to the node that joins
+    /// with it: prefer `pvefleet member add`, which also prints the join command.
     Create(TokenCreateArgs),
     /// List join tokens (ids, roles, expiry, uses; never the secrets).
     #[command(visible_alias = "list")]
@@ -164,12 +168,27 @@ pub struct TokenCreateArgs {
     /// The role a node joining with the token receives.
     #[arg(long, value_enum)]
     pub role: JoinRole,
-    /// How long it stays valid (e.g. 30m, 24h, 7d) [default: 24h].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub ttl: Option<Duration>,
-    /// How many joins it allows [default: unlimited until it expires].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub uses: Option<u32>,
+    /// How long it stays valid (e.g. 30m, 24h, 7d; at most 24h for a coordinator token).
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub ttl: Duration,
+    /// How many joins it allows, or `unlimited` (until it expires); a coordinator token allows
+    /// exactly one.
+    #[arg(long, value_name = "N|unlimited", default_value = "1", value_parser = parse_uses)]
+    pub uses: u32,
+}
+
+/// `--uses N|unlimited`: a count of joins, `unlimited` as the wire's [`UNLIMITED_USES`].
+pub fn parse_uses(text: &str) -> Result<u32, String> {
+    if text == "unlimited" {
+        return Ok(UNLIMITED_USES);
+    }
+    match text.parse::<u32>() {
+        Ok(n) if (1..UNLIMITED_USES).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a number of uses: write a count from 1 to {}, or unlimited",
+            UNLIMITED_USES - 1
+        )),
+    }
 }
 
 /// The roles a join token can grant.
@@ -397,6 +416,13 @@ pub enum AllocCommand {
         pool: String,
         /// Who holds the address (free text).
         owner: String,
+    },
+    /// Release an address allocated with `alloc ip` (a VM's addresses go with the VM).
+    Release {
+        /// The pool's name.
+        pool: String,
+        /// The address to give back.
+        address: IpAddr,
     },
 }
 

@@ -35,7 +35,11 @@ pub async fn execute(cli: &Cli) -> ExitStatus {
     match run(cli, &mut stdout, now_millis()).await {
         Ok(()) => ExitStatus::Ok,
         Err(e) => {
-            eprintln!("error: {e}");
+            // An error can quote what an operator typed or a peer reported.
+            eprintln!(
+                "error: {}",
+                output::printable::terminal_text(&e.to_string())
+            );
             e.status()
         }
     }

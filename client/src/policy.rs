@@ -79,7 +79,9 @@ pub(crate) fn classify(error: TransportError, member: &CoordinatorAddr) -> Outco
             RemoteCode::Unauthorized => Outcome::Final(ClientError::Unauthorized(remote.message)),
             RemoteCode::NotFound => Outcome::Final(ClientError::NotFound(remote.message)),
             RemoteCode::Conflict => Outcome::Final(ClientError::Conflict(remote.message)),
-            RemoteCode::UnknownMethod => Outcome::Final(ClientError::Unsupported(remote.message)),
+            RemoteCode::UnknownMethod | RemoteCode::UnsupportedVersion { .. } => {
+                Outcome::Final(ClientError::Unsupported(remote.message))
+            }
             RemoteCode::Internal => Outcome::Final(ClientError::Internal(remote.message)),
         },
         e @ (TransportError::Connect { .. }

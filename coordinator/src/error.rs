@@ -114,6 +114,13 @@ pub enum CoordinatorError {
     /// Raft did not stop cleanly.
     #[error("stop raft: {0}")]
     RaftShutdown(String),
+    /// Raft stopped on a fatal error while serving (e.g. a committed entry this build cannot
+    /// read: a member downgraded below the cluster version, or a corrupt store).
+    #[error(
+        "raft stopped: {0}. If this member runs an older release than the cluster, install \
+         the release the other members run and start it again"
+    )]
+    RaftFailed(String),
 }
 
 impl CoordinatorError {

@@ -1,39 +1,30 @@
 //! The fleet state as the Raft store's replicated machine: commands and replies cross as bytes.
 //! [`FleetMachine`] is the runtime's wrapper around the pure [`FleetState`] of the `fleet`
 //! crate, which knows nothing of Raft.
+//!
+//! A committed command this build cannot decode (written at an encoding it does not read, or
+//! corrupt) is an error, not a refusal: every other member may have applied it, so skipping it
+//! here would make this member's state silently differ. The store turns the error into a
+//! storage error and the member stops, saying which entry and why.
 
-use fleet::state::{
-    CommandReply, FleetState, StateError, decode_command, decode_snapshot, encode_reply,
-    encode_snapshot,
-};
+use fleet::state::{FleetState, decode_command, decode_snapshot, encode_reply, encode_snapshot};
 
 /// The replicated machine: the fleet state, applied in Raft log order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct FleetMachine(pub(crate) FleetState);
 
 impl raft::Machine for FleetMachine {
-    fn apply(&mut self, index: u64, command: &[u8]) -> Vec<u8> {
-        let reply = match decode_command(command) {
-            Ok(cmd) => self.0.apply(index, cmd),
-            Err(e) => {
-                // A command no member can decode changes nothing anywhere: still deterministic.
-                CommandReply::Refused(StateError::Undecodable(e.to_string()))
-            }
-        };
-        // Replies are plain data and always encode; an empty reply is refused by
-        // `decode_reply` on the proposer's side rather than misread.
-        encode_reply(&reply).unwrap_or_else(|e| {
-            tracing::error!(error = %e, index, "cannot encode a state machine reply");
-            Vec::new()
-        })
+    fn apply(&mut self, index: u64, command: &[u8]) -> Result<Vec<u8>, String> {
+        let cmd = decode_command(command).map_err(|e| e.to_string())?;
+        let reply = self.0.apply(index, cmd);
+        // The reply goes to the proposer on this member (this build): an encoding failure is
+        // a bug, reported as one rather than as a state change that did not happen.
+        encode_reply(&reply).map_err(|e| format!("the reply to entry {index}: {e}"))
     }
 
-    fn snapshot(&self) -> Vec<u8> {
-        // An empty snapshot is refused by `restore`, so a failure here cannot erase a state.
-        encode_snapshot(&self.0).unwrap_or_else(|e| {
-            tracing::error!(error = %e, "cannot encode a fleet snapshot");
-            Vec::new()
-        })
+    fn snapshot(&self) -> Result<Vec<u8>, String> {
+        // At the cluster version, so that every member (the oldest included) can install it.
+        encode_snapshot(&self.0, self.0.cluster_version()).map_err(|e| e.to_string())
     }
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
@@ -44,8 +35,9 @@ impl raft::Machine for FleetMachine {
 
 #[cfg(test)]
 mod tests {
-    use fleet::state::{Command, decode_reply, encode_command};
+    use fleet::state::{Command, CommandReply, StateError, decode_reply, encode_command};
     use protocol::spec::{VmSpec, VmidRangeSpec};
+    use protocol::version::{CURRENT, Version};
     use raft::Machine;
 
     use super::*;
@@ -62,7 +54,8 @@ mod tests {
     }
 
     fn apply(m: &mut FleetMachine, index: u64, cmd: &Command) -> CommandReply {
-        decode_reply(&Machine::apply(m, index, &encode_command(cmd).unwrap())).unwrap()
+        let bytes = encode_command(cmd, m.0.cluster_version()).unwrap();
+        decode_reply(&Machine::apply(m, index, &bytes).unwrap()).unwrap()
     }
 
     #[test]
@@ -79,12 +72,17 @@ mod tests {
                 last_applied: 1
             })
         );
-        // Undecodable bytes are answered, deterministically, with a refusal.
-        let garbage = decode_reply(&Machine::apply(&mut m, 2, b"\x01garbage")).unwrap();
-        assert!(
-            matches!(garbage, CommandReply::Refused(StateError::Undecodable(_))),
-            "{garbage:?}"
-        );
+        // Bytes this build cannot read stop the member (an error), whatever the reason.
+        let newer = Version(CURRENT.0 + 1).0.to_be_bytes();
+        for (what, bytes) in [
+            ("garbage", &b"\x00\x01garbage"[..]),
+            ("a newer encoding", &[newer[0], newer[1], 0][..]),
+            ("empty", &[][..]),
+        ] {
+            let why = Machine::apply(&mut m, 2, bytes).expect_err(what);
+            assert!(why.contains("command"), "{what}: {why}");
+        }
+        assert_eq!(m.0.last_applied(), Some(1), "nothing was applied");
     }
 
     #[test]
@@ -101,13 +99,13 @@ mod tests {
                 now: 2,
             },
         );
-        let snapshot = Machine::snapshot(&source);
+        let snapshot = Machine::snapshot(&source).unwrap();
         Machine::restore(&mut other, &snapshot).unwrap();
         assert_eq!(other, source);
         assert!(other.0.vm("extra").is_none());
 
         let mut wrong_format = snapshot.clone();
-        wrong_format[0] = 9;
+        wrong_format[..2].copy_from_slice(&Version(CURRENT.0 + 1).0.to_be_bytes());
         let mut trailing = snapshot.clone();
         trailing.push(0);
         for (what, bytes) in [

@@ -19,6 +19,7 @@ use tokio::process::Command;
 use crate::binaries::{AGENT, Binaries, COORDINATOR, PVESH_SIM};
 use crate::error::LabError;
 use crate::host::{AgentFiles, HostOptions, PveAccess, write_agent_config};
+use crate::join_step::{join_command, run_join};
 use crate::layout::{Layout, free_loopback_addr};
 use crate::process::{Process, Stderr, Stopped, log_tail, run_step};
 use crate::pve_node::{PveNode, node_config};
@@ -178,6 +179,18 @@ impl Lab {
         &self.options.binaries
     }
 
+    /// Runs the programs of `binaries` from now on: every part started after this (a member or
+    /// agent restarted on its data) runs the new build, the running ones keep theirs. A
+    /// rolling upgrade is this, then `terminate` and `start_*` part by part.
+    ///
+    /// # Errors
+    /// [`LabError::MissingBinary`] if a program the lab runs is not there (nothing changes).
+    pub fn set_binaries(&mut self, binaries: Binaries) -> Result<(), LabError> {
+        binaries.require(&[COORDINATOR, AGENT])?;
+        self.options.binaries = binaries;
+        Ok(())
+    }
+
     /// The CLI configuration: the founder's admin certificate and every member so far.
     pub fn cli_config(&self) -> PathBuf {
         self.layout.cli_config()
@@ -279,12 +292,9 @@ impl Lab {
         let n = u32::try_from(self.members.len() + 1).unwrap_or(u32::MAX);
         let dir = self.layout.coordinator_dir(n);
         let listen = free_loopback_addr()?;
-        let mut join = Command::new(self.options.binaries.path(COORDINATOR)?);
-        join.args(["join", token, &via.to_string()])
-            .arg("--data-dir")
-            .arg(&dir)
-            .args(["--listen", &listen.to_string()]);
-        run_step(&format!("coordinator {n} join"), join).await?;
+        let mut join = join_command(&self.options.binaries.path(COORDINATOR)?, via, &dir);
+        join.args(["--listen", &listen.to_string()]);
+        run_join(&format!("coordinator {n} join"), join, token).await?;
         self.add_member(n, dir, listen).await?;
         self.write_cli_config()?;
         Ok(self.members.len() - 1)
@@ -448,11 +458,8 @@ impl Lab {
             None
         };
         let data_dir = self.layout.agent_dir(&host);
-        let mut join = Command::new(bins.path(AGENT)?);
-        join.args(["join", token, &self.member(0)?.listen.to_string()])
-            .arg("--data-dir")
-            .arg(&data_dir);
-        run_step(&format!("agent {host} join"), join).await?;
+        let join = join_command(&bins.path(AGENT)?, self.member(0)?.listen, &data_dir);
+        run_join(&format!("agent {host} join"), join, token).await?;
         let pvesh = match opts.access {
             PveAccess::Pvesh => Some(bins.path(PVESH_SIM)?),
             PveAccess::Sim | PveAccess::Https => None,

@@ -19,6 +19,7 @@ pub mod binaries;
 pub mod error;
 pub mod fake_systemd;
 pub mod host;
+pub mod join_step;
 pub mod lab;
 pub mod layout;
 pub mod process;

@@ -81,6 +81,11 @@ pub async fn run_step(what: &str, mut cmd: Command) -> Result<String, LabError> 
             what: what.to_string(),
             source,
         })?;
+    step_result(what, out)
+}
+
+/// A finished step's standard output on success, else [`LabError::Step`] with its output.
+pub(crate) fn step_result(what: &str, out: std::process::Output) -> Result<String, LabError> {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if out.status.success() {
         Ok(stdout)

@@ -66,7 +66,7 @@ pub enum AgentError {
     /// The node directory could not be read.
     #[error(
         "cannot load the agent in {dir}: {source}; join the cluster first with \
-         `pvefleet-agent join TOKEN ADDR --data-dir {dir}`"
+         `pvefleet-agent join --token-file - ADDR --data-dir {dir}` (paste the token)"
     )]
     Load {
         /// The data directory.

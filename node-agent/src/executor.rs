@@ -13,6 +13,9 @@
 //! ```
 //!
 //! Every outcome is recorded, failures included: a retry is a new command with a new id.
+//! A run that ends without an outcome (its task panicked or was dropped) gives its claim back
+//! ([`Claim`]), so the next delivery of the id finds it in doubt and settles it, instead of
+//! answering "already running" until the agent restarts.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,6 +71,42 @@ fn journal_failure(id: &str, err: &JournalError) -> CommandFailure {
             "journal",
             format!("the agent's command journal failed, nothing was run: {err}"),
         ),
+    }
+}
+
+/// This task's claim on a command id between [`Journal::begin`] and the recorded outcome.
+/// Dropped without [`Claim::recorded`] (a panic unwinding through the run, or the run's future
+/// dropped), it abandons the id, which the journal then reports in doubt.
+struct Claim<'a> {
+    journal: &'a Journal,
+    id: &'a str,
+    open: bool,
+}
+
+impl<'a> Claim<'a> {
+    fn new(journal: &'a Journal, id: &'a str) -> Self {
+        Claim {
+            journal,
+            id,
+            open: true,
+        }
+    }
+
+    /// The outcome is recorded (or `record` already abandoned the id): nothing left to give back.
+    fn recorded(mut self) {
+        self.open = false;
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            tracing::error!(
+                command_id = self.id,
+                "command ended without an outcome; the id is in doubt and settled when sent again"
+            );
+            self.journal.abandon(self.id);
+        }
     }
 }
 
@@ -156,10 +195,14 @@ impl Executor {
                 ),
             )),
             Begin::Run => {
+                let claim = Claim::new(self.journal.journal(), id);
                 let outcome = self.run(&cmd.op).await;
-                self.record(id, outcome, false).await
+                let answer = self.record(id, outcome, false).await;
+                claim.recorded();
+                answer
             }
             Begin::InDoubt => {
+                let claim = Claim::new(self.journal.journal(), id);
                 tracing::warn!(
                     command_id = id,
                     op = cmd.op.kind(),
@@ -173,7 +216,9 @@ impl Executor {
                         Err(failure(FailureKind::InDoubt, cmd.op.kind(), message))
                     }
                 };
-                self.record(id, outcome, true).await
+                let answer = self.record(id, outcome, true).await;
+                claim.recorded();
+                answer
             }
         }
     }

@@ -1,4 +1,4 @@
-//! `pvefleet-agent join TOKEN ADDR`: an agent without a certificate asks the cluster to admit it.
+//! `pvefleet-agent join --token-file FILE ADDR` (the binary reads the token): an agent without a certificate asks the cluster to admit it.
 //! The key is made here and only a CSR leaves; the coordinator is trusted through the CA hash
 //! pinned in the token; a follower's `NotLeader` names the leader, which is followed. The token
 //! must grant the agent role: a certificate for any other role is refused and nothing is
@@ -33,8 +33,8 @@ pub const UNIT: &str = "pvefleet-agent";
 const JOIN_WAIT: Duration = Duration::from_secs(60);
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
 
-/// What `join` needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `join` needs. `Debug` hides the token.
+#[derive(Clone, PartialEq, Eq)]
 pub struct JoinOptions {
     /// The join token text (from `pvefleet token create --role agent`).
     pub token: String,
@@ -42,6 +42,17 @@ pub struct JoinOptions {
     pub via: String,
     /// The agent's data directory (must not hold a node yet).
     pub data_dir: PathBuf,
+}
+
+impl std::fmt::Debug for JoinOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A logged option set must not let its reader join the cluster.
+        f.debug_struct("JoinOptions")
+            .field("token", &"<redacted>")
+            .field("via", &self.via)
+            .field("data_dir", &self.data_dir)
+            .finish()
+    }
 }
 
 /// What `join` made.

@@ -24,6 +24,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use crate::error::JournalError;
 use crate::record::{Record, State};
@@ -64,10 +65,33 @@ struct Inner {
 }
 
 impl Journal {
+    /// sled 0.34's own background-flush period, named here so the journal does not silently
+    /// follow a change of sled's default.
+    pub const DEFAULT_PERIODIC_FLUSH: Option<Duration> = Some(Duration::from_millis(500));
+
     /// Opens (or creates) the journal stored in `dir`. Blocking: call it at start-up, or from
     /// `spawn_blocking`. Every entry found "started" is in doubt from now on.
     pub fn open(dir: impl AsRef<Path>) -> Result<Journal, JournalError> {
-        let db = sled::open(dir.as_ref())?;
+        Journal::open_with_periodic_flush(dir, Journal::DEFAULT_PERIODIC_FLUSH)
+    }
+
+    /// [`Journal::open`] with sled's background flusher running every `periodic_flush`
+    /// (`None`: never).
+    ///
+    /// Durability never depends on it: `begin`, `finish`, `resolve_in_doubt` and `prune` flush
+    /// explicitly before they return. Crash tests turn it off so that a missing explicit flush
+    /// cannot be hidden by a background one that happened to run before the kill.
+    pub fn open_with_periodic_flush(
+        dir: impl AsRef<Path>,
+        periodic_flush: Option<Duration>,
+    ) -> Result<Journal, JournalError> {
+        // sled takes whole milliseconds; a sub-millisecond period becomes 1 ms, not "never".
+        let every_ms = periodic_flush
+            .map(|period| u64::try_from(period.as_millis()).unwrap_or(u64::MAX).max(1));
+        let db = sled::Config::new()
+            .path(dir.as_ref())
+            .flush_every_ms(every_ms)
+            .open()?;
         let commands = db.open_tree(COMMANDS_TREE)?;
         Ok(Journal {
             inner: Arc::new(Inner {

@@ -19,7 +19,7 @@ pub use cluster::{
     ClusterStatus, ClusterStatusReply, FleetGet, HostList, HostListReply, MemberList,
     MemberListReply, MemberRemove, MemberStatus, SettingsGet, SettingsPut, SettingsReply,
 };
-pub use members::{MemberPromote, MemberPromoteReply};
+pub use members::{MemberPromote, MemberPromoteReply, MemberReportVersions};
 pub use methods::METHODS;
 pub use ops::{
     HostStatus, HostStatusEntry, HostStatusReply, PlacementScores, PlacementVerdict, RESTART_WAIT,
@@ -27,12 +27,13 @@ pub use ops::{
     VmPowerReply, VmSnapshot, VmSnapshotReply,
 };
 pub use resources::{
-    AllocateIp, AllocateIpReply, PoolApply, PoolDelete, PoolList, PoolListReply, VipApply,
-    VipDelete, VipList, VipListReply, VmidRangeApply, VmidRangeDelete, VmidRangeList,
+    AllocateIp, AllocateIpReply, PoolApply, PoolDelete, PoolList, PoolListReply, ReleaseIp,
+    VipApply, VipDelete, VipList, VipListReply, VmidRangeApply, VmidRangeDelete, VmidRangeList,
     VmidRangeListReply,
 };
 pub use tokens::{
     Events, EventsReply, TokenCreate, TokenCreateReply, TokenList, TokenListReply, TokenRevoke,
+    UNLIMITED_USES,
 };
 pub use vm::{
     AllocateVmid, AllocateVmidReply, VmApply, VmApplyReply, VmDelete, VmDeleteReply, VmGet, VmList,

@@ -1,18 +1,24 @@
 //! Wire types shared by node agents, coordinators and the `pvefleet` CLI: identities, the
-//! typed-RPC trait, and the fleet model's requests and answers. Serde only: no runtime, no
-//! network, so every side can depend on it.
+//! typed-RPC trait, the fleet model's requests and answers, and their versioned encoding
+//! (bincode behind a version, see [`version`]). No runtime, no network, so every side can
+//! depend on it.
 //!
-//! Wire types evolve additively and accept unknown fields; configuration files use
-//! `deny_unknown_fields` so typos fail loudly.
+//! On the wire and in the Raft log a value is bincode: positional, so a changed layout is a new
+//! [`version::Version`] with an explicit decoder of every older one, never a silent
+//! reinterpretation. Configuration and spec files (TOML, JSON) use `deny_unknown_fields` so
+//! typos fail loudly.
 
 pub mod admin;
 pub mod agent;
+pub mod encoding;
 pub mod fleet;
 pub mod identity;
 pub mod join;
 pub mod rpc;
 pub mod spec;
 pub mod time;
+pub mod version;
 
 pub use identity::{NodeId, Role};
 pub use rpc::Rpc;
+pub use version::Version;

@@ -19,6 +19,7 @@
 //! ```
 
 mod cidr;
+mod description;
 mod file;
 mod infra;
 mod labels;
@@ -34,10 +35,13 @@ mod validate_tests;
 use serde::{Deserialize, Serialize};
 
 pub use cidr::{Cidr, CidrError, ip_to_u128, next_ip};
+pub use description::{
+    DESCRIPTION_MAX_CHARS, DESCRIPTION_RESERVED_CHARS, PVE_DESCRIPTION_MAX_CHARS,
+};
 pub use file::{FleetSpecFile, SpecFileError, VmSpecFile, parse_fleet_file, parse_vm_file};
 pub use infra::{
-    IpPoolSpec, PoolBounds, VipSpec, VmidRangeSpec, validate_ip_pool, validate_vip,
-    validate_vmid_range,
+    IpPoolSpec, PoolBounds, VipSpec, VmidRangeSpec, validate_ip_owner, validate_ip_pool,
+    validate_vip, validate_vmid_range,
 };
 pub use labels::Labels;
 pub use validate::{SpecError, validate_spec};
@@ -52,7 +56,8 @@ pub use vm_parts::{
 pub struct VmSpec {
     /// The VM's name: a DNS label, unique in the fleet (also the PVE VM name).
     pub name: String,
-    /// Free text shown in PVE's notes (the agent appends a managed-notes block).
+    /// Free text shown in PVE's notes (the agent appends a managed-notes block): any text PVE
+    /// accepts except NUL, at most [`DESCRIPTION_MAX_CHARS`] characters.
     #[serde(default)]
     pub description: String,
     /// PVE tags (the agent adds the fleet's ownership tag).

@@ -53,6 +53,24 @@ pub enum RaftStoreError {
         /// The machine's reason.
         reason: String,
     },
+    /// The machine cannot apply a committed entry (written by a newer build, or corrupt): the
+    /// member stops instead of skipping what its peers apply.
+    #[error(
+        "raft store: the state machine cannot apply log entry {index}: {reason}; this member \
+         stops rather than diverge from the others"
+    )]
+    Apply {
+        /// The entry's index.
+        index: u64,
+        /// The machine's reason.
+        reason: String,
+    },
+    /// The machine's state cannot be encoded as a snapshot: none is stored.
+    #[error("raft store: cannot build a snapshot: {reason}")]
+    Snapshot {
+        /// The machine's reason.
+        reason: String,
+    },
     /// A previous `Machine::apply` panicked while holding the state lock, so the state is unknown.
     #[error("raft store: the state machine is unusable: an earlier apply panicked")]
     Poisoned,

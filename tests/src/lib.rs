@@ -1,6 +1,6 @@
 //! Support for pvefleet's end-to-end tests: the architecture rules as data, locating the
-//! shared references and built binaries, and an in-process adapter that lets the real `pve`
-//! client drive the simulator without HTTP.
+//! vendored reference data and built binaries, and an in-process adapter that lets the real
+//! `pve` client drive the simulator without HTTP.
 //!
 //! ```text
 //!  pve::Client ──▶ SimBackend (this crate) ──▶ pve_sim::Sim::handle_raw ──▶ model
@@ -15,12 +15,13 @@
 pub mod architecture;
 pub mod coord_cluster;
 pub mod fleet;
+pub mod golden;
 pub mod https_sim;
 pub mod import_cycles;
 pub mod lifecycle;
 pub mod nspawn;
 pub mod recording;
-pub mod shared_refs;
+pub mod reference_data;
 pub mod sim_backend;
 pub mod sim_process;
 pub mod test_lab;

@@ -318,7 +318,16 @@ fn join_agent(c: &Container) -> u64 {
         .unwrap_or_else(|| panic!("no token in {token}"))
         .to_string();
     c.write_file("/etc/pvefleet/agent.toml", AGENT_TOML.as_bytes(), "0644");
-    let joined = c.run_ok(&["pvefleet-agent", "join", &token, LISTEN]);
+    // The documented way: a 0600 file (or standard input), never the command line.
+    c.write_file("/root/join.token", token.as_bytes(), "0600");
+    let joined = c.run_ok(&[
+        "pvefleet-agent",
+        "join",
+        "--token-file",
+        "/root/join.token",
+        LISTEN,
+    ]);
+    c.run_ok(&["rm", "/root/join.token"]);
     eprintln!("[{}] join said:\n{joined}", c.name());
     c.run_ok(&["systemctl", "restart", AGENT_UNIT]);
     let agent = wait_running(c, AGENT_UNIT);

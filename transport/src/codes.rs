@@ -17,6 +17,10 @@ pub const CLOSE_REFUSED: u32 = 1;
 pub const CLOSE_SHUTDOWN: u32 = 2;
 /// Connection closed by a client that reached a different node than it dialed.
 pub const CLOSE_WRONG_PEER: u32 = 3;
+/// Connection closed by the server because a client without a certificate reached the end of
+/// its lifetime (`JoinLimits::connection_lifetime`); its calls were answered first. Reconnect
+/// to call again.
+pub const CLOSE_EXPIRED: u32 = 4;
 
 /// Stream reset by the server: the call's deadline expired before the reply was sent.
 pub const STREAM_DEADLINE: u32 = 1;
@@ -24,6 +28,9 @@ pub const STREAM_DEADLINE: u32 = 1;
 pub const STREAM_TOO_LARGE: u32 = 2;
 /// Stream reset by the server: the request stream ended or failed before a whole frame.
 pub const STREAM_BAD_FRAME: u32 = 3;
+/// Stream stopped by the server: it answered without reading the request (a client without
+/// a certificate over its budget of join attempts).
+pub const STREAM_REFUSED: u32 = 4;
 
 /// TLS alerts travel as QUIC transport codes 0x100 + alert (RFC 9001 §4.8).
 fn tls_alert(code: quinn::TransportErrorCode) -> Option<u8> {

@@ -2,11 +2,17 @@
 //! transport parameters. Keep-alive must stay below the idle timeout, and both are set on every
 //! endpoint (server and client), so a quiet but healthy connection is never timed out by
 //! whichever side happens to be silent.
+//!
+//! A server announces the small limits of clients without a certificate ([`JoinLimits`]) to
+//! every client, because QUIC sends its limits in the handshake, before the server knows who
+//! the client is; `Server` raises them to this configuration's own for a client whose
+//! certificate it verified. Lowering limits after the fact is not possible, raising them is.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::TransportError;
+use crate::join_limits::JoinLimits;
 
 /// Timeouts and limits of an endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +30,16 @@ pub struct TransportConfig {
     pub max_frame: usize,
     /// The deadline of a QUIC + TLS handshake. Default 5 s.
     pub connect_timeout: Duration,
-    /// Concurrent calls (bidirectional streams) a peer may open on one connection. Default 256.
+    /// Concurrent calls (bidirectional streams) a peer with a verified certificate may open on
+    /// one connection. Default 256.
     pub max_concurrent_calls: u32,
+    /// Handshakes a server runs at once; further connection attempts are refused at once (the
+    /// client sees the connection refused and may retry). Bounds what peers that start
+    /// handshakes and never finish them can hold, for up to `connect_timeout` each.
+    /// Default 256; allowed 1 to 65 536.
+    pub max_handshakes: usize,
+    /// What a client without a certificate (the Join service) may cost a server.
+    pub join: JoinLimits,
 }
 
 impl Default for TransportConfig {
@@ -37,6 +51,8 @@ impl Default for TransportConfig {
             max_frame: 64 * 1024 * 1024,
             connect_timeout: Duration::from_secs(5),
             max_concurrent_calls: 256,
+            max_handshakes: 256,
+            join: JoinLimits::default(),
         }
     }
 }
@@ -65,21 +81,51 @@ impl TransportConfig {
         if self.max_concurrent_calls == 0 {
             return bad("max_concurrent_calls must be at least 1".to_string());
         }
-        Ok(())
+        if !(1..=65_536).contains(&self.max_handshakes) {
+            return bad(format!(
+                "max_handshakes is {}; it must be between 1 and 65536",
+                self.max_handshakes
+            ));
+        }
+        self.join.validate()
     }
 
-    /// quinn's transport parameters for these settings (the same on servers and clients).
-    pub(crate) fn quic(&self) -> Result<Arc<quinn::TransportConfig>, TransportError> {
+    /// quinn's transport parameters of a dialing client: this configuration's own limits.
+    pub(crate) fn quic_client(&self) -> Result<Arc<quinn::TransportConfig>, TransportError> {
+        let mut t = self.quic_common()?;
+        t.max_concurrent_bidi_streams(self.max_concurrent_calls.into());
+        Ok(Arc::new(t))
+    }
+
+    /// quinn's transport parameters of a server: the Join limits, which every client sees
+    /// until its certificate is verified (then `Server` raises the stream limit and the
+    /// receive window with [`TransportConfig::authenticated_streams`]).
+    pub(crate) fn quic_server(&self) -> Result<Arc<quinn::TransportConfig>, TransportError> {
+        let mut t = self.quic_common()?;
+        t.max_concurrent_bidi_streams(self.join.max_concurrent_calls.into());
+        t.receive_window(self.join.receive_window().into());
+        Ok(Arc::new(t))
+    }
+
+    /// The stream limit and connection receive window of a client with a verified
+    /// certificate (quinn's own default window: unlimited, each stream keeps its own).
+    pub(crate) fn authenticated_streams(&self) -> (quinn::VarInt, quinn::VarInt) {
+        (self.max_concurrent_calls.into(), quinn::VarInt::MAX)
+    }
+
+    fn quic_common(&self) -> Result<quinn::TransportConfig, TransportError> {
         self.validate()?;
         let idle = quinn::IdleTimeout::try_from(self.idle_timeout)
             .map_err(|e| TransportError::Config(format!("idle_timeout: {e}")))?;
         let mut t = quinn::TransportConfig::default();
         t.max_idle_timeout(Some(idle));
         t.keep_alive_interval(Some(self.keep_alive));
-        t.max_concurrent_bidi_streams(self.max_concurrent_calls.into());
         // Calls only use bidirectional streams; refuse anything else outright.
         t.max_concurrent_uni_streams(0u32.into());
-        Ok(Arc::new(t))
+        // Nor datagrams: quinn would otherwise buffer up to 1.25 MB of them per connection for
+        // a reader that never comes.
+        t.datagram_receive_buffer_size(None);
+        Ok(t)
     }
 }
 
@@ -91,7 +137,8 @@ mod tests {
     fn defaults_are_valid_and_translate() {
         let cfg = TransportConfig::default();
         assert_eq!(cfg.validate().ok(), Some(()));
-        assert!(cfg.quic().is_ok());
+        assert!(cfg.quic_client().is_ok());
+        assert!(cfg.quic_server().is_ok());
     }
 
     #[test]
@@ -114,5 +161,26 @@ mod tests {
             };
             assert!(cfg.validate().is_err(), "{max_frame}");
         }
+    }
+
+    #[test]
+    fn bad_handshake_caps_and_join_limits_are_refused_by_name() {
+        let cfg = TransportConfig {
+            max_handshakes: 0,
+            ..TransportConfig::default()
+        };
+        assert!(
+            matches!(cfg.validate(), Err(TransportError::Config(m)) if m.starts_with("max_handshakes"))
+        );
+        let cfg = TransportConfig {
+            join: JoinLimits {
+                max_frame: 0,
+                ..JoinLimits::default()
+            },
+            ..TransportConfig::default()
+        };
+        assert!(
+            matches!(cfg.validate(), Err(TransportError::Config(m)) if m.starts_with("join.max_frame"))
+        );
     }
 }

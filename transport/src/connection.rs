@@ -6,7 +6,10 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
+
+use protocol::version::{self, Version};
 
 use tokio_util::task::TaskTracker;
 
@@ -14,7 +17,9 @@ use crate::codes::{CLOSE_DONE, STREAM_TOO_LARGE, classify};
 use crate::config::TransportConfig;
 use crate::frame::{self, ResponseEnvelope};
 use crate::identity::PeerIdentity;
+use crate::remote_error::{RemoteCode, RemoteError};
 use crate::service::Service;
+use crate::versioned_body;
 use crate::{Rpc, TransportError};
 
 /// A connection to a peer on one service. Cheap to clone; clones share the connection (and
@@ -32,6 +37,9 @@ struct Inner {
     calls: TaskTracker,
     call_timeout: Duration,
     max_frame: usize,
+    /// The encoding version calls are sent at: this build's newest until the peer says it
+    /// reads only older ones (a rolling upgrade), then the newest both know.
+    speak: AtomicU16,
 }
 
 impl fmt::Debug for Connection {
@@ -59,6 +67,7 @@ impl Connection {
             calls: TaskTracker::new(),
             call_timeout: cfg.call_timeout,
             max_frame: cfg.max_frame,
+            speak: AtomicU16::new(version::CURRENT.0),
         };
         Self {
             inner: Arc::new(inner),
@@ -81,7 +90,45 @@ impl Connection {
         if self.inner.calls.is_closed() {
             return Err(TransportError::Closed);
         }
-        let request = frame::encode_request(R::METHOD, req, self.inner.max_frame)?;
+        let started = tokio::time::Instant::now();
+        let speak = self.speaks();
+        match self.call_at(req, speak, deadline).await {
+            Err(TransportError::Remote(RemoteError {
+                code: RemoteCode::UnsupportedVersion { newest, .. },
+                message,
+            })) => {
+                let theirs = Version(newest);
+                if theirs >= speak || !theirs.is_supported() {
+                    // Nothing both ends read: the operator must upgrade one of them.
+                    return Err(TransportError::Remote(RemoteError::new(
+                        RemoteCode::UnsupportedVersion {
+                            oldest: newest,
+                            newest,
+                        },
+                        message,
+                    )));
+                }
+                self.inner.speak.store(theirs.0, Ordering::Relaxed);
+                tracing::debug!(peer = ?self.inner.peer, %theirs, "peer reads an older encoding; speaking it");
+                let left = deadline.saturating_sub(started.elapsed());
+                self.call_at(req, theirs, left).await
+            }
+            other => other,
+        }
+    }
+
+    /// The encoding version this connection's calls are sent at.
+    pub fn speaks(&self) -> Version {
+        Version(self.inner.speak.load(Ordering::Relaxed))
+    }
+
+    async fn call_at<R: Rpc>(
+        &self,
+        req: &R,
+        version: Version,
+        deadline: Duration,
+    ) -> Result<R::Response, TransportError> {
+        let request = frame::encode_request(req, version, self.inner.max_frame)?;
         let payload = tokio::time::timeout(deadline, self.exchange(&request))
             .await
             .map_err(|_| TransportError::Timeout {
@@ -89,7 +136,7 @@ impl Connection {
                 after: deadline,
             })??;
         let outcome: ResponseEnvelope = frame::decode(&payload)?;
-        frame::decode(&outcome?)
+        versioned_body::decode_response::<R>(&outcome?)
     }
 
     /// One stream: send the request frame, finish, read the response frame.

@@ -2,9 +2,11 @@
 //! diagram). Pure functions on bytes plus one async frame reader, public so benchmarks and raw
 //! stream users share exactly the code calls use.
 //!
-//! Two allocation guards matter because the Join service accepts unauthenticated peers:
-//! `read_frame` refuses an announced length above the maximum before allocating, and `decode`
-//! caps bincode's own length-driven allocations (a 10-byte body may claim a 4 GiB string).
+//! Three allocation guards matter because the Join service accepts unauthenticated peers:
+//! `read_frame` refuses an announced length above the maximum before allocating, grows its
+//! buffer with the bytes that arrive rather than the length announced (a peer may announce
+//! the maximum and never send it), and `decode` caps bincode's own length-driven allocations
+//! (a 10-byte body may claim a 4 GiB string).
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -21,7 +23,7 @@ pub const HEADER_LEN: usize = 4;
 pub struct RequestEnvelope {
     /// `Rpc::METHOD` of the request.
     pub method: String,
-    /// The bincode encoding of the request value.
+    /// The request at its encoding version ([`crate::versioned_body`]).
     pub body: Vec<u8>,
 }
 
@@ -35,70 +37,19 @@ fn bincode_config() -> bincode::config::Configuration {
 
 /// Encodes a value with bincode (standard configuration).
 pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, TransportError> {
-    bincode::serde::encode_to_vec(value, bincode_config())
-        .map_err(|e| TransportError::Encode(e.to_string()))
+    protocol::encoding::encode(value).map_err(|e| TransportError::Encode(e.to_string()))
 }
 
-/// Decodes a value that must use all of `bytes`.
-///
-/// bincode allocates containers from the lengths it reads, and its limit counts the memory a
-/// container claims (elements × their in-memory size), not wire bytes. The decoder therefore
-/// runs with a limit of [`AMPLIFICATION`] times the input (at least 64 KiB), rounded up to a
-/// bucket: a compact but valid value (structs with many defaults, maps of small entries) fits,
-/// while a few bytes claiming a terabyte are refused before anything is allocated.
+/// Decodes a value that must use all of `bytes`, with bincode's length-driven allocations
+/// capped ([`protocol::encoding::decode`]: at most [`AMPLIFICATION`] bytes of memory claimed
+/// per byte of input), so a 10-byte body claiming a 4 GiB string is refused before anything
+/// is allocated.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, TransportError> {
-    let n = bytes.len();
-    let (value, used) =
-        decode_bucketed(bytes).map_err(|e| TransportError::Decode(e.to_string()))?;
-    if used != n {
-        return Err(TransportError::Decode(format!(
-            "{} trailing bytes after the value",
-            n - used
-        )));
-    }
-    Ok(value)
+    protocol::encoding::decode(bytes).map_err(|e| TransportError::Decode(e.to_string()))
 }
 
 /// How many bytes of memory a decoded value may claim per byte of input.
-pub const AMPLIFICATION: usize = 64;
-
-/// `decode_limited` with the smallest limit bucket covering `AMPLIFICATION` × `bytes.len()`
-/// (limits are const generics).
-fn decode_bucketed<T: DeserializeOwned>(
-    bytes: &[u8],
-) -> Result<(T, usize), bincode::error::DecodeError> {
-    let needed = bytes.len().saturating_mul(AMPLIFICATION);
-    macro_rules! first_fitting {
-        ($($limit:expr),+) => {{
-            $(if needed <= $limit {
-                return decode_limited::<T, { $limit }>(bytes);
-            })+
-            Err(bincode::error::DecodeError::LimitExceeded)
-        }};
-    }
-    const KIB: usize = 1 << 10;
-    const MIB: usize = 1 << 20;
-    const GIB: usize = 1 << 30;
-    first_fitting!(
-        64 * KIB,
-        256 * KIB,
-        MIB,
-        4 * MIB,
-        16 * MIB,
-        64 * MIB,
-        256 * MIB,
-        GIB,
-        4 * GIB,
-        16 * GIB,
-        usize::MAX
-    )
-}
-
-fn decode_limited<T: DeserializeOwned, const LIMIT: usize>(
-    bytes: &[u8],
-) -> Result<(T, usize), bincode::error::DecodeError> {
-    bincode::serde::decode_from_slice(bytes, bincode_config().with_limit::<LIMIT>())
-}
+pub use protocol::encoding::AMPLIFICATION;
 
 /// One frame: the big-endian length of the bincode encoding of `value`, then the encoding.
 /// Refused (nothing to send) if the payload is over `max`.
@@ -122,15 +73,16 @@ pub fn encode_frame<T: Serialize + ?Sized>(
     Ok(out)
 }
 
-/// A request frame for `method` with `request` as its body.
-pub fn encode_request<T: Serialize + ?Sized>(
-    method: &str,
-    request: &T,
+/// A request frame for `request`, its body written at encoding `version`
+/// ([`crate::versioned_body`]).
+pub fn encode_request<R: crate::Rpc>(
+    request: &R,
+    version: protocol::Version,
     max: usize,
 ) -> Result<Vec<u8>, TransportError> {
     let envelope = RequestEnvelope {
-        method: method.to_string(),
-        body: encode(request)?,
+        method: R::METHOD.to_string(),
+        body: crate::versioned_body::encode_request(request, version)?,
     };
     encode_frame(&envelope, max)
 }
@@ -143,10 +95,32 @@ pub fn encode_response(outcome: &ResponseEnvelope, max: usize) -> Result<Vec<u8>
 /// Reads one frame's payload. An announced length over `max` is refused after reading only
 /// the 4-byte header, before any allocation; I/O failures and a stream ending mid-frame are
 /// `Stream` errors.
+///
+/// The announced length is a claim, not a promise: the buffer grows with the bytes that
+/// arrive (see [`READ_CHUNK`]), so a peer announcing `max` and sending little costs about what
+/// it sent.
 pub async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     max: usize,
 ) -> Result<Vec<u8>, TransportError> {
+    let mut payload = Vec::new();
+    read_frame_into(reader, max, &mut payload).await?;
+    Ok(payload)
+}
+
+/// The first allocation for a frame's payload, and the least a full buffer grows by. Above it
+/// the buffer doubles (amortised copying stays linear) but never past the announced length,
+/// so the memory held is at most about twice what arrived, or this chunk.
+pub const READ_CHUNK: usize = 16 * 1024;
+
+/// `read_frame` into `payload` (cleared first). Separate so a test can look at the buffer a
+/// read left behind when it was cut short.
+pub(crate) async fn read_frame_into<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+    payload: &mut Vec<u8>,
+) -> Result<(), TransportError> {
+    payload.clear();
     let mut header = [0u8; HEADER_LEN];
     reader
         .read_exact(&mut header)
@@ -160,12 +134,34 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
             max,
         });
     }
-    let mut payload = vec![0u8; len];
-    reader
-        .read_exact(&mut payload)
-        .await
-        .map_err(|e| TransportError::Stream(format!("reading a {len}-byte frame: {e}")))?;
-    Ok(payload)
+    while payload.len() < len {
+        if payload.len() == payload.capacity() {
+            let target = payload
+                .capacity()
+                .saturating_mul(2)
+                .max(READ_CHUNK)
+                .min(len);
+            payload.reserve_exact(target - payload.len());
+        }
+        let room = (payload.capacity() - payload.len()).min(len - payload.len());
+        let read = (&mut *reader)
+            .take(room as u64)
+            .read_buf(payload)
+            .await
+            .map_err(|e| {
+                TransportError::Stream(format!(
+                    "reading a {len}-byte frame after {} bytes: {e}",
+                    payload.len()
+                ))
+            })?;
+        if read == 0 {
+            return Err(TransportError::Stream(format!(
+                "the stream ended after {} of a {len}-byte frame",
+                payload.len()
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -200,15 +196,21 @@ mod tests {
 
     #[tokio::test]
     async fn request_frames_round_trip() {
-        let frame = encode_request("echo", &("hi".to_string(), 7u64), 1024).unwrap();
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Echo(String, u64);
+        impl crate::Rpc for Echo {
+            const METHOD: &'static str = "echo";
+            type Response = ();
+        }
+        let version = protocol::version::CURRENT;
+        let frame = encode_request(&Echo("hi".into(), 7), version, 1024).unwrap();
         let payload = read_frame(&mut frame.as_slice(), 1024).await.unwrap();
         assert_eq!(payload.len() + HEADER_LEN, frame.len());
         let env: RequestEnvelope = decode(&payload).unwrap();
         assert_eq!(env.method, "echo");
-        assert_eq!(
-            decode::<(String, u64)>(&env.body).unwrap(),
-            ("hi".to_string(), 7)
-        );
+        let (at, body) = crate::versioned_body::split(&env.body).unwrap();
+        assert_eq!(at, version);
+        assert_eq!(decode::<Echo>(body).unwrap(), Echo("hi".into(), 7));
     }
 
     #[tokio::test]
@@ -218,6 +220,82 @@ mod tests {
         assert!(
             matches!(err, TransportError::FrameTooLarge { len, max: 1024 } if len == u64::from(u32::MAX))
         );
+    }
+
+    /// Yields `data` in pieces of at most `piece` bytes, then never again (a peer that
+    /// announced more and went quiet); records the largest buffer it was offered.
+    struct Stalls {
+        data: Vec<u8>,
+        piece: usize,
+        largest_offer: usize,
+    }
+
+    impl AsyncRead for Stalls {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            self.largest_offer = self.largest_offer.max(buf.remaining());
+            if self.data.is_empty() {
+                // Never woken: the read stays pending until the caller gives up.
+                return Poll::Pending;
+            }
+            let n = buf.remaining().min(self.data.len()).min(self.piece);
+            let rest = self.data.split_off(n);
+            buf.put_slice(&self.data);
+            self.data = rest;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_frame_announced_at_the_maximum_but_never_sent_holds_only_what_arrived() {
+        const MAX: usize = 64 * 1024 * 1024;
+        for arrived in [0usize, 100, READ_CHUNK, 200_000, 3_000_000] {
+            let mut data = u32::try_from(MAX).unwrap().to_be_bytes().to_vec();
+            data.extend(std::iter::repeat_n(7u8, arrived));
+            let mut reader = Stalls {
+                data,
+                piece: 1500,
+                largest_offer: 0,
+            };
+            let mut payload = Vec::new();
+            // The read can never finish; stop it once everything sent has been taken.
+            let read = read_frame_into(&mut reader, MAX, &mut payload);
+            let cut = tokio::time::timeout(std::time::Duration::from_millis(50), read).await;
+            assert!(cut.is_err(), "a frame that never completes cannot be read");
+            assert_eq!(payload.len(), arrived);
+            let bound = (2 * arrived).max(READ_CHUNK);
+            assert!(
+                payload.capacity() <= bound,
+                "{arrived} bytes arrived of {MAX} announced, yet {} were allocated",
+                payload.capacity()
+            );
+            assert!(reader.largest_offer <= bound, "{}", reader.largest_offer);
+        }
+    }
+
+    #[tokio::test]
+    async fn frames_of_every_size_around_the_growth_steps_read_back_whole() {
+        for len in [
+            0,
+            1,
+            READ_CHUNK - 1,
+            READ_CHUNK,
+            READ_CHUNK + 1,
+            5 * READ_CHUNK + 3,
+        ] {
+            let body: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let mut frame = u32::try_from(len).unwrap().to_be_bytes().to_vec();
+            frame.extend_from_slice(&body);
+            frame.extend_from_slice(b"next frame");
+            let mut reader = frame.as_slice();
+            let payload = read_frame(&mut reader, len.max(1)).await.unwrap();
+            assert_eq!(payload, body, "{len}");
+            // Not one byte past the frame is consumed.
+            assert_eq!(reader, b"next frame");
+        }
     }
 
     #[test]

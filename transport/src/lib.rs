@@ -35,14 +35,21 @@
 //!  │ len: u32 BE  │ bincode RequestEnvelope                      │  then FIN
 //!  │              │ { method: String, body: Vec<u8> }            │
 //!  └──────────────┴──────────────────────────────────────────────┘
-//!                   body = bincode(R: Rpc), method = R::METHOD
+//!                   body = version: u16 BE ‖ R::encode_at(version), method = R::METHOD
 //!
 //!  client ◀───────────────────────────────────────────────── stream n ── server
 //!  ┌──────────────┬──────────────────────────────────────────────┐
 //!  │ len: u32 BE  │ bincode Result<Vec<u8>, RemoteError>         │  then FIN
 //!  └──────────────┴──────────────────────────────────────────────┘
-//!                   Ok = bincode(R::Response), Err = the handler's refusal
+//!                   Ok = version ‖ R::encode_response_at(version), Err = the refusal
 //! ```
+//!
+//! The version is the request's encoding ([`protocol::version`], [`versioned_body`]): a client
+//! sends at the newest version it knows; a server that does not read it answers
+//! [`RemoteCode::UnsupportedVersion`] with its range and the client, if it can, sends the call
+//! again at the server's newest and keeps that version for the connection. A reply is at its
+//! request's version. During a rolling upgrade old and new builds therefore always talk at the
+//! newest version both read.
 //!
 //! Rules both sides apply ([`frame`]):
 //! - a length above [`TransportConfig::max_frame`] is refused after reading the 4-byte header,
@@ -53,7 +60,18 @@
 //! - every call has a deadline ([`TransportConfig::call_timeout`]) on both sides; a server call
 //!   that misses it (e.g. a peer stalled mid-frame) is reset ([`codes::STREAM_DEADLINE`]);
 //! - an undecodable envelope or unknown method is answered with a [`RemoteError`]; a stream that
-//!   ends mid-frame is reset ([`codes::STREAM_BAD_FRAME`]); the connection keeps serving.
+//!   ends mid-frame is reset ([`codes::STREAM_BAD_FRAME`]); the connection keeps serving;
+//! - a frame's buffer grows with the bytes that arrive, never to the announced length at once.
+//!
+//! # Clients without a certificate
+//!
+//! A server meets them only on the Join service, and serves them under their own, small limits
+//! ([`JoinLimits`], `TransportConfig::join`): KiB frames, two streams, a request deadline of
+//! seconds, a fixed connection lifetime, a cap on such connections and a per-address budget of
+//! attempts (over it, calls are answered `Unavailable`, which joiners retry). QUIC announces
+//! stream and flow-control limits during the handshake, before the certificate is known, so
+//! every client starts under these limits and a verified one is raised to the endpoint's own.
+//! `docs/design/join-surface.md` gives the memory each limit bounds.
 //!
 //! # Lifecycles
 //!
@@ -80,6 +98,8 @@
 //! # Ok(()) }
 //! ```
 
+mod address_budget;
+mod admission;
 mod call;
 pub mod codes;
 mod config;
@@ -89,6 +109,7 @@ mod error;
 pub mod frame;
 mod handshake;
 pub mod identity;
+mod join_limits;
 mod material;
 mod pin;
 mod remote_error;
@@ -96,12 +117,14 @@ mod router;
 mod server;
 mod service;
 mod tls;
+pub mod versioned_body;
 
 pub use config::TransportConfig;
 pub use connection::Connection;
 pub use endpoint::Endpoint;
 pub use error::TransportError;
 pub use identity::{CertNames, PeerIdentity, cert_names, peer_identity};
+pub use join_limits::JoinLimits;
 pub use material::TlsMaterial;
 pub use pin::ca_fingerprint;
 pub use protocol::{NodeId, Role, Rpc};

@@ -31,6 +31,14 @@ pub enum RemoteCode {
     Unavailable,
     /// The server failed; not the caller's fault.
     Internal,
+    /// The request is written at an encoding version the server does not read; it reads
+    /// `oldest..=newest` (the client sends it again at the newest both know).
+    UnsupportedVersion {
+        /// The oldest version the server reads.
+        oldest: u16,
+        /// The newest version the server reads.
+        newest: u16,
+    },
 }
 
 impl RemoteCode {
@@ -45,6 +53,7 @@ impl RemoteCode {
             Self::Conflict => "conflict",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
+            Self::UnsupportedVersion { .. } => "unsupported-version",
         }
     }
 }
@@ -114,6 +123,21 @@ impl RemoteError {
     /// The server cannot serve now.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(RemoteCode::Unavailable, message)
+    }
+
+    /// The request's encoding `found` is outside what this build reads.
+    pub fn unsupported_version(found: protocol::Version) -> Self {
+        let this = protocol::version::VersionRange::this_build();
+        Self::new(
+            RemoteCode::UnsupportedVersion {
+                oldest: this.oldest.0,
+                newest: this.newest.0,
+            },
+            format!(
+                "the request is written at encoding {found}, this member reads {this}: \
+                 upgrade (or downgrade) one of the two to a release of the same range"
+            ),
+        )
     }
 
     /// The server failed.

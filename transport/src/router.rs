@@ -1,6 +1,7 @@
 //! `Router`: per service, method name to typed handler. Handlers are registered with their
-//! request type, so decoding the body and encoding the reply happen here once, and a handler
-//! only ever sees a well-typed request and who sent it (`Caller`).
+//! request type, so decoding the body (at the version it is written at) and encoding the reply
+//! (at the same version) happen here once, and a handler only ever sees a well-typed request
+//! and who sent it (`Caller`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -9,10 +10,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::Rpc;
-use crate::frame;
 use crate::identity::PeerIdentity;
 use crate::remote_error::RemoteError;
 use crate::service::Service;
+use crate::versioned_body;
 
 /// Who made a call: authenticated by the handshake, so handlers can authorize on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,13 +67,9 @@ impl Router {
         let handler: Handler = Arc::new(move |caller: Caller, body: Vec<u8>| -> Reply {
             let f = Arc::clone(&f);
             Box::pin(async move {
-                let request: R = frame::decode(&body).map_err(|e| {
-                    RemoteError::bad_request(format!("{}: undecodable request: {e}", R::METHOD))
-                })?;
+                let (request, version) = versioned_body::decode_request::<R>(&body)?;
                 let response = f(caller, request).await?;
-                frame::encode(&response).map_err(|e| {
-                    RemoteError::internal(format!("{}: unencodable reply: {e}", R::METHOD))
-                })
+                versioned_body::encode_response::<R>(&response, version)
             })
         });
         let methods = self.routes.entry(service).or_default();

@@ -1,18 +1,46 @@
 //! `Server`: accepts connections on a server endpoint, admits each by the rule of its service
 //! (role from the client certificate, none only on Join), and serves every stream as a call on
 //! its own task. Shutdown stops accepting, lets calls in flight answer, then closes.
+//!
+//! Two kinds of connection get two sets of limits. Every connection starts under the Join
+//! limits (they are what the handshake announced, see `TransportConfig`). A client whose
+//! certificate was verified gets this endpoint's own stream limit and receive window right
+//! after the handshake. A client without one (admitted on Join only) keeps the small limits,
+//! needs a slot and an attempt from its address's budget (`Admission`), has each call charged
+//! to that budget too, and is closed at the end of its lifetime.
+//!
+//! ```text
+//!  Incoming ──handshake slot?──no──▶ refused (QUIC CONNECTION_REFUSED)
+//!     │ yes, handshake within connect_timeout
+//!     ▼
+//!  certificate ──yes──▶ role/gate ok? ──▶ raise limits ──▶ calls (max_frame, call_timeout)
+//!     │ no (Join)
+//!     ▼
+//!  slot free? ──no──▶ closed CLOSE_REFUSED "busy"
+//!     │ yes
+//!  budget left? ──no──▶ every call answered Unavailable "too many join attempts", closed soon
+//!     │ yes
+//!     ▼
+//!  calls (join.max_frame, join.request_timeout, join.call_timeout; one attempt each)
+//!  until join.connection_lifetime ──▶ closed CLOSE_EXPIRED
+//! ```
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::TransportError;
-use crate::call::{CallLimits, serve_call};
-use crate::codes::{CLOSE_REFUSED, CLOSE_SHUTDOWN};
+use crate::admission::{Admission, Unauthenticated};
+use crate::call::{CallLimits, refuse_call, serve_call};
+use crate::codes::{CLOSE_EXPIRED, CLOSE_REFUSED, CLOSE_SHUTDOWN};
 use crate::endpoint::Endpoint;
 use crate::handshake::{peer_of, service_of};
 use crate::identity::PeerIdentity;
+use crate::remote_error::RemoteError;
 use crate::router::{Caller, Router};
 
 /// Serves a `Router` on an `Endpoint` built with `Endpoint::server`.
@@ -60,6 +88,12 @@ impl Server {
             return Err(TransportError::Unsupported("serve (built as a client)"));
         }
         let quic = self.endpoint.quic().clone();
+        let serving = Arc::new(Serving {
+            admission: Admission::new(self.endpoint.config()),
+            router: self.router,
+            endpoint: self.endpoint.clone(),
+            gate: self.gate,
+        });
         let connections = TaskTracker::new();
         loop {
             tokio::select! {
@@ -67,11 +101,18 @@ impl Server {
                 () = shutdown.cancelled() => break,
                 incoming = quic.accept() => match incoming {
                     Some(incoming) => {
+                        let Some(handshake) = serving.admission.handshake() else {
+                            tracing::debug!(
+                                addr = %incoming.remote_address(),
+                                "max_handshakes under way: connection attempt refused"
+                            );
+                            incoming.refuse();
+                            continue;
+                        };
                         let task = serve_connection(
                             incoming,
-                            Arc::clone(&self.router),
-                            self.endpoint.clone(),
-                            self.gate.clone(),
+                            handshake,
+                            Arc::clone(&serving),
                             shutdown.clone(),
                         );
                         connections.spawn(task);
@@ -87,15 +128,41 @@ impl Server {
     }
 }
 
-async fn serve_connection(
-    incoming: quinn::Incoming,
+/// What every connection task of one `Server::run` shares.
+struct Serving {
     router: Arc<Router>,
     endpoint: Endpoint,
     gate: Option<Gate>,
+    admission: Admission,
+}
+
+/// How one admitted connection is served.
+struct Session {
+    limits: CallLimits,
+    /// When the connection is closed whatever it does (clients without a certificate).
+    lifetime: Option<Duration>,
+    /// Set for a client over its budget: every call gets this refusal.
+    throttled: Option<String>,
+    /// The unauthenticated slot, released when the connection ends.
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
+/// Why a connection's stream loop ended.
+enum End {
+    Shutdown,
+    Expired(Duration),
+    Refused,
+    Gone,
+}
+
+async fn serve_connection(
+    incoming: quinn::Incoming,
+    handshake: OwnedSemaphorePermit,
+    serving: Arc<Serving>,
     shutdown: CancellationToken,
 ) {
     let addr = incoming.remote_address();
-    let cfg = endpoint.config();
+    let cfg = serving.endpoint.config();
     let conn = match tokio::time::timeout(cfg.connect_timeout, incoming).await {
         Ok(Ok(conn)) => conn,
         Ok(Err(e)) => {
@@ -107,19 +174,8 @@ async fn serve_connection(
             return;
         }
     };
-    let admitted = service_of(&conn)
-        .ok_or_else(|| "no pvefleet ALPN negotiated".to_string())
-        .and_then(|service| {
-            let peer = peer_of(&conn).map_err(|e| e.to_string())?;
-            service.authorize(peer.map(|p| p.role))?;
-            check_gate(gate.as_ref(), peer.as_ref())?;
-            Ok(Caller {
-                service,
-                peer,
-                addr,
-            })
-        });
-    let caller = match admitted {
+    drop(handshake);
+    let caller = match admit(&conn, addr, serving.gate.as_ref()) {
         Ok(caller) => caller,
         Err(reason) => {
             tracing::warn!(%addr, %reason, "connection refused");
@@ -127,35 +183,128 @@ async fn serve_connection(
             return;
         }
     };
-    tracing::debug!(%addr, service = %caller.service, peer = ?caller.peer, "connection admitted");
-    let limits = CallLimits {
-        deadline: cfg.call_timeout,
-        max_frame: cfg.max_frame,
+    let Some(session) = session_for(&conn, &caller, &serving) else {
+        return;
     };
+    tracing::debug!(%addr, service = %caller.service, peer = ?caller.peer, "connection admitted");
+    let lifetime = async {
+        match session.lifetime {
+            Some(after) => tokio::time::sleep(after).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(lifetime);
     let calls = TaskTracker::new();
-    let shutting_down = loop {
+    let end = loop {
         tokio::select! {
             biased;
-            () = shutdown.cancelled() => break true,
+            () = shutdown.cancelled() => break End::Shutdown,
+            () = &mut lifetime => break End::Expired(session.lifetime.unwrap_or_default()),
             stream = conn.accept_bi() => match stream {
                 Ok((send, recv)) => {
-                    if let Err(reason) = check_gate(gate.as_ref(), caller.peer.as_ref()) {
+                    if let Err(reason) = check_gate(serving.gate.as_ref(), caller.peer.as_ref()) {
                         tracing::warn!(%addr, %reason, "peer refused on an open connection");
                         conn.close(CLOSE_REFUSED.into(), reason.as_bytes());
-                        break false;
+                        break End::Refused;
                     }
-                    calls.spawn(serve_call(send, recv, caller.clone(), Arc::clone(&router), limits));
+                    let refusal = match (&session.throttled, caller.peer) {
+                        (Some(reason), _) => Some(reason.clone()),
+                        (None, None) => serving.admission.spend(addr.ip()).err(),
+                        (None, Some(_)) => None,
+                    };
+                    let limits = session.limits;
+                    match refusal {
+                        None => {
+                            let router = Arc::clone(&serving.router);
+                            calls.spawn(serve_call(send, recv, caller.clone(), router, limits));
+                        }
+                        Some(reason) => {
+                            tracing::debug!(%addr, %reason, "join attempt refused");
+                            let refusal = RemoteError::unavailable(reason);
+                            let (deadline, max) = (limits.request_deadline, limits.max_frame);
+                            calls.spawn(refuse_call(send, recv, refusal, deadline, max));
+                        }
+                    }
                 }
                 // Closed by the client or lost: the calls in flight end on their own.
-                Err(_) => break false,
+                Err(_) => break End::Gone,
             },
         }
     };
     calls.close();
     calls.wait().await;
-    if shutting_down {
-        conn.close(CLOSE_SHUTDOWN.into(), b"server shutting down");
+    match end {
+        End::Shutdown => conn.close(CLOSE_SHUTDOWN.into(), b"server shutting down"),
+        End::Expired(after) => {
+            let reason = format!(
+                "a connection without a certificate lasts at most {after:?} \
+                 (join.connection_lifetime); reconnect to call again"
+            );
+            conn.close(CLOSE_EXPIRED.into(), reason.as_bytes());
+        }
+        End::Refused | End::Gone => {}
     }
+}
+
+/// The service and caller of a finished handshake, or the reason to refuse it.
+fn admit(
+    conn: &quinn::Connection,
+    addr: SocketAddr,
+    gate: Option<&Gate>,
+) -> Result<Caller, String> {
+    let service = service_of(conn).ok_or_else(|| "no pvefleet ALPN negotiated".to_string())?;
+    let peer = peer_of(conn).map_err(|e| e.to_string())?;
+    service.authorize(peer.map(|p| p.role))?;
+    check_gate(gate, peer.as_ref())?;
+    Ok(Caller {
+        service,
+        peer,
+        addr,
+    })
+}
+
+/// The limits an admitted connection is served with; `None` if it was closed instead (no
+/// slot for another client without a certificate).
+fn session_for(conn: &quinn::Connection, caller: &Caller, serving: &Serving) -> Option<Session> {
+    let cfg = serving.endpoint.config();
+    if caller.peer.is_some() {
+        let (streams, window) = cfg.authenticated_streams();
+        conn.set_max_concurrent_bi_streams(streams);
+        conn.set_receive_window(window);
+        return Some(Session {
+            limits: CallLimits {
+                deadline: cfg.call_timeout,
+                request_deadline: cfg.call_timeout,
+                max_frame: cfg.max_frame,
+            },
+            lifetime: None,
+            throttled: None,
+            _slot: None,
+        });
+    }
+    let join = &cfg.join;
+    let limits = CallLimits {
+        deadline: join.call_timeout,
+        request_deadline: join.request_timeout,
+        max_frame: join.max_frame,
+    };
+    let (slot, throttled, lifetime) = match serving.admission.unauthenticated(caller.addr.ip()) {
+        Unauthenticated::Admitted(slot) => (slot, None, join.connection_lifetime),
+        // Long enough to open a stream and read the refusal, no longer.
+        Unauthenticated::Throttled(slot, reason) => (slot, Some(reason), join.request_timeout),
+        Unauthenticated::Full(reason) => {
+            // Debug, not warn: a flood would otherwise flood the log too.
+            tracing::debug!(addr = %caller.addr, %reason, "connection without a certificate refused");
+            conn.close(CLOSE_REFUSED.into(), reason.as_bytes());
+            return None;
+        }
+    };
+    Some(Session {
+        limits,
+        lifetime: Some(lifetime),
+        throttled,
+        _slot: Some(slot),
+    })
 }
 
 fn check_gate(gate: Option<&Gate>, peer: Option<&PeerIdentity>) -> Result<(), String> {

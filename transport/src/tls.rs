@@ -73,7 +73,7 @@ pub(crate) fn server_config(
     let quic = QuicServerConfig::try_from(tls)
         .map_err(|e| TransportError::Config(format!("QUIC server crypto: {e}")))?;
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(quic));
-    server.transport_config(cfg.quic()?);
+    server.transport_config(cfg.quic_server()?);
     Ok(server)
 }
 
@@ -107,6 +107,6 @@ pub(crate) fn quic_client(
     let quic = QuicClientConfig::try_from(tls)
         .map_err(|e| TransportError::Config(format!("QUIC client crypto: {e}")))?;
     let mut client = quinn::ClientConfig::new(Arc::new(quic));
-    client.transport_config(cfg.quic()?);
+    client.transport_config(cfg.quic_client()?);
     Ok(client)
 }

@@ -1,12 +1,13 @@
-//! `pvefleet alloc vmid VM` and `pvefleet alloc ip POOL OWNER`: direct allocations decided by
-//! the state machine, for tests and scripts.
+//! `pvefleet alloc vmid VM`, `pvefleet alloc ip POOL OWNER` and `pvefleet alloc release POOL
+//! ADDRESS`: direct allocations decided by the state machine, for tests, scripts and
+//! reservations, and the release that lets an emptied pool be deleted.
 
-use protocol::admin::{AllocateIp, AllocateVmid};
+use protocol::admin::{AllocateIp, AllocateVmid, ReleaseIp};
 
 use super::Session;
 use crate::args::AllocCommand;
 use crate::exit::CliError;
-use crate::output::{IpAllocated, VmidAllocated};
+use crate::output::{IpAllocated, IpReleased, VmidAllocated};
 
 pub(crate) async fn run(session: &mut Session<'_>, command: &AllocCommand) -> Result<(), CliError> {
     match command {
@@ -32,6 +33,17 @@ pub(crate) async fn run(session: &mut Session<'_>, command: &AllocCommand) -> Re
                 address: reply.address,
                 prefix_len: reply.prefix_len,
                 gateway: reply.gateway,
+            })
+        }
+        AllocCommand::Release { pool, address } => {
+            let request = ReleaseIp {
+                pool: pool.clone(),
+                address: *address,
+            };
+            session.client()?.call(&request).await?;
+            session.print(&IpReleased {
+                pool: pool.clone(),
+                address: *address,
             })
         }
     }

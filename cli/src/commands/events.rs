@@ -11,6 +11,7 @@ use crate::args::EventsArgs;
 use crate::exit::CliError;
 use crate::output::EventsPage;
 use crate::output::follow::{dropped_note, event_line};
+use crate::output::printable::terminal_text;
 use client::ClientError;
 
 /// How often `--follow` asks for new events.
@@ -61,7 +62,10 @@ async fn follow(session: &mut Session<'_>, args: &EventsArgs) -> Result<(), CliE
             Ok(reply) => reply,
             // Once following, a cluster briefly without a leader is waited out, not fatal.
             Err(e @ ClientError::Unavailable { .. }) if polled => {
-                eprintln!("warning: {e}\n(still following; Ctrl-C stops)");
+                eprintln!(
+                    "warning: {}\n(still following; Ctrl-C stops)",
+                    terminal_text(&e.to_string())
+                );
                 tokio::time::sleep(FOLLOW_POLL).await;
                 continue;
             }

@@ -1,6 +1,8 @@
 //! `pvefleet member ls|add|remove`: coordinator members. `add` does not change the membership
-//! itself: it makes a one-use coordinator join token and prints the command that joins the
-//! new member (which then asks the leader to add it, as a learner, then a voter).
+//! itself: it makes a one-use coordinator join token and prints it with the command that joins
+//! the new member (which then asks the leader to add it, as a learner, then a voter). The
+//! command reads the token from standard input: a token in a command line would be readable by
+//! every local user of the new host (`ps`), and it carries the cluster CA key.
 
 use std::path::Path;
 
@@ -47,12 +49,7 @@ async fn add(session: &mut Session<'_>, args: &MemberAddArgs) -> Result<(), CliE
     let join_addr = client
         .last_member()
         .map_or_else(|| "ADDR".to_string(), |m| m.addr);
-    let command = join_command(
-        &reply.token,
-        &join_addr,
-        args.data_dir.as_deref(),
-        args.listen.as_deref(),
-    );
+    let command = join_command(&join_addr, args.data_dir.as_deref(), args.listen.as_deref());
     session.print(&MemberAdded {
         token: reply.token,
         token_id: reply.record.id,
@@ -64,20 +61,15 @@ async fn add(session: &mut Session<'_>, args: &MemberAddArgs) -> Result<(), CliE
 
 /// The `pvefleet-coordinator join` command line for a new member, words quoted for a POSIX
 /// shell; a missing listen address is left as a capitalised placeholder, a missing data
-/// directory is left out (the packaged default `/var/lib/pvefleet/coordinator` applies).
-pub fn join_command(
-    token: &str,
-    join_addr: &str,
-    data_dir: Option<&Path>,
-    listen: Option<&str>,
-) -> String {
+/// directory is left out (the packaged default `/var/lib/pvefleet/coordinator` applies). The
+/// token is not in it: `--token-file -` reads it from standard input (pasted or piped).
+pub fn join_command(join_addr: &str, data_dir: Option<&Path>, listen: Option<&str>) -> String {
     let data_dir = data_dir.map_or_else(String::new, |d| {
         format!(" --data-dir {}", shell_word(&d.to_string_lossy()))
     });
     let listen = listen.map_or_else(|| "HOST:PORT".to_string(), shell_word);
     format!(
-        "pvefleet-coordinator join {} {}{data_dir} --listen {listen}",
-        shell_word(token),
+        "pvefleet-coordinator join --token-file - {}{data_dir} --listen {listen}",
         shell_word(join_addr)
     )
 }

@@ -11,6 +11,7 @@ use protocol::fleet::UnixMillis;
 
 use crate::args::Cli;
 use crate::exit::CliError;
+use crate::output::printable::terminal_text;
 use crate::output::{Context, OutputFormat, Render, render};
 
 /// What a running command shares with the dispatcher.
@@ -88,5 +89,5 @@ impl<'a> Session<'a> {
 
 /// Prints a warning of the client on standard error, where the CLI's errors go too.
 fn print_warning(message: &str) {
-    eprintln!("warning: {message}");
+    eprintln!("warning: {}", terminal_text(message));
 }

@@ -19,6 +19,7 @@ use super::Session;
 use super::apply::{WaitLimits, apply_and_report, read_input, refused, wait_for_vms};
 use crate::args::{SnapshotCommand, VmApplyArgs, VmCommand};
 use crate::exit::CliError;
+use crate::output::printable::terminal_text;
 use crate::output::progress::WaitGoal;
 use crate::output::{Deleted, SnapshotChanged};
 use client::AdminClient;
@@ -104,7 +105,7 @@ async fn apply(session: &mut Session<'_>, args: &VmApplyArgs) -> Result<(), CliE
     };
     let client = session.client()?;
     wait_for_vms(&client, session.read(), &goals, limits, |line| {
-        eprintln!("{line}");
+        eprintln!("{}", terminal_text(line));
     })
     .await
 }

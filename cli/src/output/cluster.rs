@@ -22,10 +22,19 @@ impl Render for ClusterStatusReply {
             ("term", self.term.to_string()),
             ("commit index", self.commit_index.to_string()),
             ("applied index", self.applied_index.to_string()),
+            ("cluster version", self.cluster_version.to_string()),
             ("answered by", format!("member {}", self.node_id)),
         ]);
         out.push('\n');
-        let mut t = Table::new(&["ID", "ADDRESS", "ROLE", "LEADER", "MATCHED", "LAG"]);
+        let mut t = Table::new(&[
+            "ID",
+            "ADDRESS",
+            "ROLE",
+            "LEADER",
+            "MATCHED",
+            "LAG",
+            "ENCODINGS",
+        ]);
         for m in &self.members {
             t.row(vec![
                 m.id.to_string(),
@@ -34,6 +43,7 @@ impl Render for ClusterStatusReply {
                 if m.is_leader { "yes" } else { "" }.to_string(),
                 or_dash(m.matched_index),
                 or_dash(m.lag),
+                or_dash(m.versions),
             ]);
         }
         out.push_str(&t.render());

@@ -53,7 +53,8 @@ impl Render for VmExplainReply {
         if self.verdicts.is_empty() {
             out.push_str(
                 "no hosts are registered: join one with `pvefleet token create --role agent`, \
-                 then `pvefleet-agent join TOKEN ADDR` on the PVE host\n",
+                 then `pvefleet-agent join --token-file - ADDR` on the PVE host (paste the \
+                 token)\n",
             );
             return out;
         }

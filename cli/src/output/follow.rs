@@ -5,6 +5,7 @@
 use protocol::fleet::{Event, EventLevel};
 
 use super::OutputFormat;
+use super::printable::one_line;
 use protocol::time::timestamp;
 
 /// The line for `event`, newline-terminated.
@@ -20,14 +21,16 @@ pub fn event_line(event: &Event, format: OutputFormat) -> Result<String, serde_j
                 EventLevel::Info => "info",
                 EventLevel::Warning => "warning",
             };
-            Ok(format!(
-                "{:>6}  {}  {level:<7}  {} {}: {}\n",
+            let line = format!(
+                "{:>6}  {}  {level:<7}  {} {}: {}",
                 event.seq,
                 timestamp(event.at),
                 event.kind,
                 event.subject,
                 event.message
-            ))
+            );
+            // One event, one line: its text cannot break the line or act on the terminal.
+            Ok(format!("{}\n", one_line(&line)))
         }
     }
 }

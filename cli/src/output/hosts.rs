@@ -9,7 +9,8 @@ use super::table::Table;
 use super::{Context, Render};
 
 const NO_HOSTS: &str = "no hosts: create an agent join token with `pvefleet token create --role \
-                        agent`, then run `pvefleet-agent join TOKEN ADDR` on the PVE host\n";
+                        agent`, then run `pvefleet-agent join --token-file - ADDR` on the PVE \
+                        host (paste the token)\n";
 
 /// The 1-minute load average (`1.50`).
 fn load(resources: Option<&HostResources>) -> String {

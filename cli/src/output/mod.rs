@@ -15,6 +15,7 @@ mod explain;
 pub mod follow;
 mod hosts;
 pub mod human;
+pub mod printable;
 pub mod progress;
 mod reports;
 mod resources;
@@ -30,8 +31,8 @@ use protocol::fleet::UnixMillis;
 use serde::Serialize;
 
 pub use reports::{
-    Applied, ApplyReport, Deleted, IpAllocated, MemberAdded, MemberRemoved, TokenRevoked,
-    VmidAllocated,
+    Applied, ApplyReport, Deleted, IpAllocated, IpReleased, MemberAdded, MemberRemoved,
+    TokenRevoked, VmidAllocated,
 };
 pub use resources::pool_size;
 pub use tokens::{EventsPage, token_state};
@@ -40,7 +41,8 @@ pub use vm_ops::SnapshotChanged;
 /// How results are printed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum OutputFormat {
-    /// Aligned tables and `key: value` blocks, sizes and ages in human units.
+    /// Aligned tables and `key: value` blocks, sizes and ages in human units; control characters
+    /// in the text are shown escaped (ESC as `\u{1b}`, CR as `\r`, a line break as `\n`).
     #[default]
     Table,
     /// One JSON document on stdout.
@@ -84,14 +86,17 @@ pub trait Render: Serialize {
     fn table(&self, ctx: &Context) -> String;
 }
 
-/// The value in `format`: its table, or its JSON document (pretty, newline-terminated).
+/// The value in `format`: its table (control characters escaped, see [`printable`]), or its JSON
+/// document (pretty, newline-terminated, exact).
 pub fn render<T: Render + ?Sized>(
     value: &T,
     format: OutputFormat,
     ctx: &Context,
 ) -> Result<String, serde_json::Error> {
     match format {
-        OutputFormat::Table => Ok(value.table(ctx)),
+        // The one gate for table text: whatever a `table` built by hand (reports, notes around
+        // tables) cannot put a control character other than its own line breaks on screen.
+        OutputFormat::Table => Ok(printable::terminal_text(&value.table(ctx)).into_owned()),
         OutputFormat::Json => json(value),
     }
 }

@@ -120,13 +120,13 @@ pub struct MemberAdded {
     pub expires_at: UnixMillis,
     /// The member the new one joins through.
     pub join_addr: String,
-    /// The command to run on the new member's host.
+    /// The command to run on the new member's host; it reads the token from standard input.
     pub command: String,
 }
 
 impl fmt::Debug for MemberAdded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The token (also inside the command) lets its reader join the cluster.
+        // The token lets its reader join the cluster, and receive the CA key.
         f.debug_struct("MemberAdded")
             .field("token_id", &self.token_id)
             .field("expires_at", &self.expires_at)
@@ -138,8 +138,10 @@ impl fmt::Debug for MemberAdded {
 impl Render for MemberAdded {
     fn table(&self, ctx: &Context) -> String {
         format!(
-            "Created a one-use coordinator join token (id {}, expires {}, {}).\n\
-             Run this on the new member's host (replace any placeholder in capitals):\n\n  \
+            "Created a one-use coordinator join token (id {}, expires {}, {}):\n\n  {}\n\n\
+             It hands the cluster CA key to the node that joins with it: pass it on privately.\n\
+             Run this on the new member's host (replace any placeholder in capitals) and paste \
+             the token when it asks (or pipe it in; never put it in a command line):\n\n  \
              {}\n\n\
              then start it as `join` says (with the package: `systemctl enable --now \
              pvefleet-coordinator`): it joins as a learner and becomes a voter once it has caught \
@@ -148,6 +150,7 @@ impl Render for MemberAdded {
             self.token_id,
             timestamp(self.expires_at),
             relative(ctx.now, self.expires_at),
+            self.token,
             self.command,
             self.token_id
         )
@@ -182,6 +185,21 @@ pub struct IpAllocated {
     pub prefix_len: u8,
     /// The pool's gateway.
     pub gateway: Option<IpAddr>,
+}
+
+/// An address given back to its pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IpReleased {
+    /// The pool.
+    pub pool: String,
+    /// The address.
+    pub address: IpAddr,
+}
+
+impl Render for IpReleased {
+    fn table(&self, _ctx: &Context) -> String {
+        format!("{} released to pool {}\n", self.address, self.pool)
+    }
 }
 
 impl Render for IpAllocated {

@@ -1,6 +1,8 @@
 //! Plain-text layouts: a table whose columns are aligned to their widest cell (header in
 //! capitals, three spaces between columns, no trailing spaces), and a block of `key:  value`
-//! lines aligned on the values.
+//! lines aligned on the values. Cells and values are escaped as [`super::printable`] says.
+
+use super::printable::one_line;
 
 /// Rows under a header, rendered with aligned columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,9 +23,13 @@ impl Table {
         }
     }
 
-    /// Adds a row; missing cells are blank, extra cells are dropped.
+    /// Adds a row; missing cells are blank, extra cells are dropped. Control characters in a
+    /// cell are escaped ([`one_line`]), so a cell is always one line of plain text.
     pub fn row(&mut self, cells: Vec<String>) -> &mut Table {
-        let mut cells = cells;
+        let mut cells: Vec<String> = cells
+            .into_iter()
+            .map(|c| one_line(&c).into_owned())
+            .collect();
         cells.resize(self.headers.len(), String::new());
         self.rows.push(cells);
         self
@@ -60,11 +66,13 @@ impl Table {
     }
 }
 
-/// `key:  value` lines, values aligned one column after the longest key.
+/// `key:  value` lines, values aligned one column after the longest key. Control characters in
+/// a value are escaped ([`one_line`]): a multi-line description shows as one line with `\n`.
 pub fn fields(pairs: &[(&str, String)]) -> String {
     let key_width = pairs.iter().map(|(k, _)| width(k)).max().unwrap_or(0);
     let mut out = String::new();
     for (key, value) in pairs {
+        let value = one_line(value);
         let pad = key_width - width(key);
         let line = format!("{key}:{}  {value}", " ".repeat(pad));
         out.push_str(line.trim_end());
@@ -92,6 +100,23 @@ mod tests {
             "NAME    STATE     NOTE\n\
              web-1   running\n\
              db      -         é ok\n"
+        );
+    }
+
+    #[test]
+    fn control_characters_in_cells_and_values_are_escaped_and_do_not_break_alignment() {
+        let mut t = Table::new(&["OWNER", "NOTE"]);
+        t.row(vec!["a\u{1b}[2J".into(), "x".into()]);
+        t.row(vec!["line1\nline2".into(), "y".into()]);
+        assert_eq!(
+            t.render(),
+            "OWNER          NOTE\n\
+             a\\u{1b}[2J     x\n\
+             line1\\nline2   y\n"
+        );
+        assert_eq!(
+            fields(&[("description", "one\r\ntwo\0".into())]),
+            "description:  one\\r\\ntwo\\0\n"
         );
     }
 

@@ -24,6 +24,7 @@ fn status_reply(node_id: u64) -> ClusterStatusReply {
         commit_index: 10,
         applied_index: 10,
         members: Vec::new(),
+        cluster_version: protocol::version::CURRENT,
     }
 }
 

@@ -65,14 +65,15 @@ fn token_create_takes_role_ttl_and_uses() {
         panic!("{:?}", cli.command);
     };
     assert_eq!(args.role, JoinRole::Agent);
-    assert_eq!(args.ttl, Some(Duration::from_secs(7 * 86_400)));
-    assert_eq!(args.uses, Some(3));
+    assert_eq!(args.ttl, Duration::from_secs(7 * 86_400));
+    assert_eq!(args.uses, 3);
 
     let cli = parse(&["token", "create", "--role", "coordinator"]);
     let Command::Token(TokenCommand::Create(args)) = cli.command else {
         panic!("{:?}", cli.command);
     };
-    assert_eq!((args.ttl, args.uses), (None, None));
+    // One use for an hour unless widened.
+    assert_eq!((args.ttl, args.uses), (Duration::from_secs(3600), 1));
 }
 
 #[test]
@@ -146,6 +147,13 @@ fn every_command_parses_its_arguments() {
             Command::Alloc(AllocCommand::Ip {
                 pool: "lan".into(),
                 owner: "test-1".into(),
+            }),
+        ),
+        (
+            &["alloc", "release", "lan", "10.0.0.11"],
+            Command::Alloc(AllocCommand::Release {
+                pool: "lan".into(),
+                address: "10.0.0.11".parse().unwrap(),
             }),
         ),
     ];

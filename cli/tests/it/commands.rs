@@ -11,7 +11,8 @@ use cli::{Cli, run};
 use protocol::Role;
 use protocol::admin::{
     ApplyOutcome, ClusterStatus, ClusterStatusReply, HostList, HostListReply, ReadMode,
-    TokenCreate, TokenCreateReply, VmApply, VmApplyReply, VmGet, VmList, VmListReply,
+    TokenCreate, TokenCreateReply, UNLIMITED_USES, VmApply, VmApplyReply, VmGet, VmList,
+    VmListReply,
 };
 use protocol::fleet::{Capacity, Host, HostState, TokenView, VmRecord};
 use serde_json::json;
@@ -304,11 +305,103 @@ async fn member_add_makes_a_one_use_coordinator_token_and_prints_the_join_comman
     assert_eq!(
         doc["command"],
         json!(format!(
-            "pvefleet-coordinator join pvf1.abc.a1b2c3.s3cr3t {} --data-dir /srv/m4 --listen \
+            "pvefleet-coordinator join --token-file - {} --data-dir /srv/m4 --listen \
              10.0.0.4:7400",
             member.addr
         ))
     );
+    // The token is printed for the operator to paste, never inside the command.
+    assert_eq!(doc["token"], json!("pvf1.abc.a1b2c3.s3cr3t"));
+    assert!(!doc["command"].as_str().unwrap().contains("s3cr3t"));
+}
+
+#[tokio::test]
+async fn token_create_sends_one_use_for_an_hour_unless_widened() {
+    let pki = Pki::new();
+    let requests: Log<TokenCreate> = log();
+    let member = FakeMember::start(&pki, 1, token_router(requests.clone()));
+    let config = pki.write_config(&[&member]);
+
+    let (result, _) = pvefleet(&config, &["token", "create", "--role", "agent"]).await;
+    result.unwrap();
+    let (result, _) = pvefleet(
+        &config,
+        &[
+            "token",
+            "create",
+            "--role",
+            "agent",
+            "--uses",
+            "unlimited",
+            "--ttl",
+            "7d",
+        ],
+    )
+    .await;
+    result.unwrap();
+    assert_eq!(
+        *requests.lock().unwrap(),
+        [
+            // Sent explicitly, so a coordinator with older defaults gets the safe ones too.
+            TokenCreate {
+                role: Role::Agent,
+                ttl_secs: Some(3600),
+                uses: Some(1),
+            },
+            TokenCreate {
+                role: Role::Agent,
+                ttl_secs: Some(7 * 86_400),
+                uses: Some(UNLIMITED_USES),
+            },
+        ]
+    );
+    for bad in ["0", "many", "4294967295"] {
+        let e = Cli::try_parse_from([
+            "pvefleet", "token", "create", "--role", "agent", "--uses", bad,
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unlimited"), "{bad}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn a_coordinator_token_is_announced_on_stderr_as_carrying_the_ca_key() {
+    let pki = Pki::new();
+    let requests: Log<TokenCreate> = log();
+    let member = FakeMember::start(&pki, 1, token_router(requests.clone()));
+    let config = pki.write_config(&[&member]);
+    let run_cli = |role: &'static str| {
+        let config = config.clone();
+        async move {
+            bounded(
+                tokio::process::Command::new(env!("CARGO_BIN_EXE_pvefleet"))
+                    .arg("--config")
+                    .arg(&config)
+                    .args(["-o", "json", "token", "create", "--role", role])
+                    .env_remove("RUST_LOG")
+                    .kill_on_drop(true)
+                    .output(),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let out = run_cli("coordinator").await;
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("COORDINATOR token"), "{stderr}");
+    assert!(
+        stderr.contains("cluster CA's") && stderr.contains("private key"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--token-file -"), "{stderr}");
+    // Stdout stays the JSON a script reads.
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["record"]["uses_left"], json!(1));
+    let out = run_cli("agent").await;
+    assert!(out.status.success(), "{out:?}");
+    assert!(!String::from_utf8(out.stderr).unwrap().contains("WARNING"));
 }
 
 #[tokio::test]
@@ -322,6 +415,7 @@ async fn cluster_status_json_is_the_members_reply() {
         commit_index: 5,
         applied_index: 5,
         members: Vec::new(),
+        cluster_version: protocol::version::CURRENT,
     };
     let answer = reply.clone();
     let mut router = Router::new();

@@ -35,6 +35,7 @@ fn the_man_page_documents_every_subcommand_on_one_page() {
         "host ls",
         "events",
         "alloc vmid",
+        "alloc release",
         "demo",
     ] {
         let heading = format!(".SS \"pvefleet {sub}\"");

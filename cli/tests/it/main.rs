@@ -13,6 +13,7 @@ mod exit;
 mod ops;
 mod ops_output;
 mod ops_wait;
+mod output_escaping;
 mod output_fleet;
 mod output_resources;
 mod renewal;

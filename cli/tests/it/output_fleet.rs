@@ -15,31 +15,34 @@ fn cluster_status_shows_the_raft_view_and_each_members_progress() {
     assert_eq!(
         table(&status()),
         "\
-cluster:        lab
-leader:         1 (10.0.0.1:7400)
-term:           7
-commit index:   1042
-applied index:  1041
-answered by:    member 1
+cluster:          lab
+leader:           1 (10.0.0.1:7400)
+term:             7
+commit index:     1042
+applied index:    1041
+cluster version:  v1
+answered by:      member 1
 
-ID   ADDRESS          ROLE      LEADER   MATCHED   LAG
-1    10.0.0.1:7400    voter     yes      1042      0
-2    10.0.0.2:7400    voter              1040      2
-4    [fd00::4]:7400   learner            -         -
+ID   ADDRESS          ROLE      LEADER   MATCHED   LAG   ENCODINGS
+1    10.0.0.1:7400    voter     yes      1042      0     v1
+2    10.0.0.2:7400    voter              1040      2     v1
+4    [fd00::4]:7400   learner            -         -     -
 "
     );
     assert_eq!(
         json_of(&status()),
         json!({
             "cluster_id": "lab", "node_id": 1, "leader": 1, "term": 7,
-            "commit_index": 1042, "applied_index": 1041,
+            "commit_index": 1042, "applied_index": 1041, "cluster_version": 1,
             "members": [
                 {"id": 1, "addr": "10.0.0.1:7400", "role": "voter", "is_leader": true,
-                 "matched_index": 1042, "lag": 0},
+                 "matched_index": 1042, "lag": 0,
+                 "versions": {"oldest": 1, "newest": 1}},
                 {"id": 2, "addr": "10.0.0.2:7400", "role": "voter", "is_leader": false,
-                 "matched_index": 1040, "lag": 2},
+                 "matched_index": 1040, "lag": 2,
+                 "versions": {"oldest": 1, "newest": 1}},
                 {"id": 4, "addr": "[fd00::4]:7400", "role": "learner", "is_leader": false,
-                 "matched_index": null, "lag": null},
+                 "matched_index": null, "lag": null, "versions": null},
             ]
         })
     );
@@ -58,8 +61,8 @@ fn cluster_status_without_a_leader_says_so_and_what_to_do() {
     let text = table(&s);
     assert!(
         text.starts_with(
-            "cluster:        lab\n\
-             leader:         none known (an election may be in progress; retry shortly)\n"
+            "cluster:          lab\n\
+             leader:           none known (an election may be in progress; retry shortly)\n"
         ),
         "{text}"
     );
@@ -213,15 +216,19 @@ fn member_add_prints_the_exact_join_command() {
         token_id: "a1b2c3".into(),
         expires_at: NOW + HOUR,
         join_addr: "10.0.0.1:7400".into(),
-        command: join_command(token, "10.0.0.1:7400", None, None),
+        command: join_command("10.0.0.1:7400", None, None),
     };
     assert_eq!(
         table(&added),
         "\
-Created a one-use coordinator join token (id a1b2c3, expires 2025-03-01T13:00:00Z, in 60m).
-Run this on the new member's host (replace any placeholder in capitals):
+Created a one-use coordinator join token (id a1b2c3, expires 2025-03-01T13:00:00Z, in 60m):
 
-  pvefleet-coordinator join pvf1.abc.a1b2c3.s3cr3t 10.0.0.1:7400 --listen HOST:PORT
+  pvf1.abc.a1b2c3.s3cr3t
+
+It hands the cluster CA key to the node that joins with it: pass it on privately.
+Run this on the new member's host (replace any placeholder in capitals) and paste the token when it asks (or pipe it in; never put it in a command line):
+
+  pvefleet-coordinator join --token-file - 10.0.0.1:7400 --listen HOST:PORT
 
 then start it as `join` says (with the package: `systemctl enable --now pvefleet-coordinator`): it joins as a learner and becomes a voter once it has caught up (`pvefleet cluster status`).
 The token is shown only now; revoke it with `pvefleet token revoke a1b2c3`.
@@ -232,7 +239,7 @@ The token is shown only now; revoke it with `pvefleet token revoke a1b2c3`.
         json!({
             "token": token, "token_id": "a1b2c3", "expires_at": NOW + HOUR,
             "join_addr": "10.0.0.1:7400",
-            "command": "pvefleet-coordinator join pvf1.abc.a1b2c3.s3cr3t 10.0.0.1:7400 \
+            "command": "pvefleet-coordinator join --token-file - 10.0.0.1:7400 \
                         --listen HOST:PORT"
         })
     );
@@ -243,16 +250,15 @@ The token is shown only now; revoke it with `pvefleet token revoke a1b2c3`.
 fn join_commands_quote_what_a_shell_would_mangle() {
     assert_eq!(
         join_command(
-            "pvf1.abc.id.secret",
             "[fd00::1]:7400",
             Some(std::path::Path::new("/srv/pve fleet/m4")),
             Some("[fd00::4]:7400"),
         ),
-        "pvefleet-coordinator join pvf1.abc.id.secret '[fd00::1]:7400' \
+        "pvefleet-coordinator join --token-file - '[fd00::1]:7400' \
          --data-dir '/srv/pve fleet/m4' --listen '[fd00::4]:7400'"
     );
     assert_eq!(
-        join_command("t", "a:1", Some(std::path::Path::new("it's")), Some("b:2")),
-        r"pvefleet-coordinator join t a:1 --data-dir 'it'\''s' --listen b:2"
+        join_command("a:1", Some(std::path::Path::new("it's")), Some("b:2")),
+        r"pvefleet-coordinator join --token-file - a:1 --data-dir 'it'\''s' --listen b:2"
     );
 }

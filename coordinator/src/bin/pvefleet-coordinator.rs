@@ -1,16 +1,19 @@
 //! `pvefleet-coordinator`: a coordinator member of a pvefleet cluster. `init` creates a cluster,
-//! `join` admits this node with a token, `run` serves until SIGTERM/SIGINT, `admin-cert` makes
+//! `join` admits this node with a token (from a file, standard input or the environment, never
+//! the command line), `run` serves until SIGTERM/SIGINT, `admin-cert` makes
 //! a new operator certificate. Every subcommand reads the configuration file (`--config`,
 //! default /etc/pvefleet/coordinator.toml if it exists); flags win over it. The hidden
 //! `--generate man|complete-bash|complete-zsh` prints the man page or a completion script.
 //! Thin: the logic is in `coordinator::{config, setup, node}`. Exit codes: 0 ok, 2 usage or
 //! configuration, 3 refused by the cluster (join token), 1 anything else.
 
+use std::io::{self, IsTerminal};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use bootstrap::token_input::{JOIN_TOKEN_ENV, check_join_arguments, read_join_token, reads_stdin};
 use clap::{CommandFactory, Parser, Subcommand};
 use coordinator::config::file::{DEFAULT_CONFIG_PATH, http_address};
 use coordinator::config::{
@@ -47,6 +50,11 @@ const MAN: ManExtras = ManExtras {
         ),
     ],
     environment: &[
+        (
+            JOIN_TOKEN_ENV,
+            "The join token for `join` when --token-file is not given. Never pass a token as \
+             an argument: every local user can read a process's arguments.",
+        ),
         (
             "RUST_LOG",
             "Log filter for the messages on stderr; wins over `log` of the configuration.",
@@ -94,12 +102,20 @@ enum Cmd {
         #[arg(long, value_name = "ADDR:PORT")]
         http: Option<SocketAddr>,
     },
-    /// Join an existing cluster with a token from `pvefleet member add` or `token create`.
+    /// Join an existing cluster with a token from `pvefleet member add`, read from --token-file
+    /// or PVEFLEET_JOIN_TOKEN (never from the command line, where every local user could read
+    /// it). A coordinator token hands this node the cluster CA key.
     Join {
-        /// The join token.
-        token: String,
-        /// The QUIC address of any member (a follower redirects to the leader).
-        addr: SocketAddr,
+        /// The QUIC address (ADDR:PORT) of any member (a follower redirects to the leader).
+        addr: String,
+        /// The old form `join TOKEN ADDR`: refused, without showing the token.
+        #[arg(hide = true)]
+        legacy: Option<String>,
+        /// Read the join token from FILE (mode 0600; others' read access is refused), or from
+        /// standard input if FILE is `-` [default: the environment variable
+        /// PVEFLEET_JOIN_TOKEN].
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
         /// The new member's data directory (created; must not hold a node) [default: data_dir
         /// of the configuration].
         #[arg(long, value_name = "DIR")]
@@ -304,12 +320,32 @@ async fn dispatch(cmd: Cmd, configured: &Configured) -> anyhow::Result<()> {
             Ok(())
         }
         Cmd::Join {
-            token,
             addr,
+            legacy,
+            token_file,
             data_dir,
             listen,
         } => {
+            // Checked before the address is parsed: a parse error would echo a token given as
+            // the old form's first argument.
+            check_join_arguments("pvefleet-coordinator join", &addr, legacy.as_deref())
+                .map_err(|e| UsageError(e.to_string()))?;
+            let addr: SocketAddr = addr.parse().map_err(|e| {
+                UsageError(format!(
+                    "invalid member address '{addr}': {e} (expected ADDR:PORT, e.g. \
+                     10.0.0.11:7400)"
+                ))
+            })?;
             let listen = configured.listen(listen, "join")?;
+            if reads_stdin(token_file.as_deref()) && io::stdin().is_terminal() {
+                eprint!("join token (paste it, then Enter): ");
+            }
+            let token = read_join_token(
+                token_file.as_deref(),
+                std::env::var_os(JOIN_TOKEN_ENV),
+                &mut io::stdin().lock(),
+            )
+            .map_err(|e| UsageError(e.to_string()))?;
             let report = join_cluster(&JoinOptions {
                 token,
                 via: addr,

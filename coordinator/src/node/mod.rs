@@ -7,6 +7,7 @@
 //!  start: NodeDir ─▶ TLS + CA ─▶ raft store ─▶ openraft ─▶ Endpoint::server(Raft, Agent, Admin, Join)
 //!         ─▶ Server (router: raft::network + admin + join + renew + heartbeat, gate) ─▶ HTTP
 //!         ─▶ settle membership, renew the certificate when due, reconcile (leader only),
+//!            report this build's encodings and raise the cluster version (leader),
 //!            notify systemd (readiness, status, watchdog)
 //!  run:   wait for shutdown ─▶ stop settling ─▶ stop accepting, answer calls in flight
 //!         ─▶ raft.shutdown() ─▶ close connections and the endpoint
@@ -17,6 +18,7 @@ pub(crate) mod raft_setup;
 mod ready_line;
 pub(crate) mod renew;
 mod systemd;
+mod versions;
 
 pub use ready_line::ReadyLine;
 
@@ -185,6 +187,10 @@ impl CoordinatorNode {
         };
         tasks.spawn(renewal.run(serve.clone()));
         tasks.spawn(Reconciler::new(Arc::clone(&ctx)).run(serve.clone()));
+        let keeper = versions::VersionKeeper {
+            ctx: Arc::clone(&ctx),
+        };
+        tasks.spawn(keeper.run(serve.clone()));
 
         let (ready_tx, ready) = watch::channel(None);
         let health = systemd::MemberHealth {
@@ -275,14 +281,22 @@ impl RunningNode {
         }
     }
 
-    /// Serves until `shutdown` is cancelled (or the server fails), then tears down in order:
-    /// stop settling the membership, stop accepting and answer the calls in flight, stop
-    /// Raft, close the connections and the endpoint.
+    /// Serves until `shutdown` is cancelled (or the server fails, or Raft stops on a fatal
+    /// error such as a log entry this build cannot read), then tears down in order: stop
+    /// settling the membership, stop accepting and answer the calls in flight, stop Raft,
+    /// close the connections and the endpoint. A Raft failure is returned as the error, so
+    /// the process exits non-zero and says why instead of serving without a state machine.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), CoordinatorError> {
         let mut server = self.server;
+        let mut raft_failure = None;
         let served = tokio::select! {
             () = shutdown.cancelled() => None,
             result = &mut server => Some(result),
+            why = raft_failed(&self.ctx.raft) => {
+                tracing::error!(node_id = self.ctx.node_id, %why, "raft stopped; the member stops");
+                raft_failure = Some(why);
+                None
+            }
         };
         tracing::info!(node_id = self.ctx.node_id, "coordinator stopping");
         daemon::notify::notify_stopping();
@@ -304,11 +318,34 @@ impl RunningNode {
         self.ctx.forwarder.close().await;
         self.endpoint.close(CLOSE_GRACE).await;
         tracing::info!(node_id = self.ctx.node_id, "coordinator stopped");
+        if let Some(reason) = raft_failure {
+            return Err(CoordinatorError::RaftFailed(reason));
+        }
         stopped.map_err(|e| CoordinatorError::RaftShutdown(e.to_string()))?;
         match served {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(CoordinatorError::Serve(e)),
             Err(e) => Err(CoordinatorError::Task(format!("the QUIC server: {e}"))),
+        }
+    }
+}
+
+/// Resolves with the reason once Raft has stopped on a fatal error (never otherwise).
+async fn raft_failed(raft: &Raft) -> String {
+    let mut metrics = raft.metrics();
+    loop {
+        let failed = metrics
+            .borrow()
+            .running_state
+            .as_ref()
+            .err()
+            .map(ToString::to_string);
+        if let Some(why) = failed {
+            return why;
+        }
+        if metrics.changed().await.is_err() {
+            // Raft shut down without a fatal error: the normal teardown is under way.
+            return std::future::pending().await;
         }
     }
 }

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use protocol::Role;
 use protocol::admin::{
     AllocateIp, AllocateVmid, ClusterStatus, ClusterStatusReply, Events, FleetGet, HostList,
-    MemberList, MemberPromote, MemberRemove, PoolApply, PoolDelete, PoolList, ReadMode,
-    SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList,
-    VmApply, VmDelete, VmGet, VmList, VmidRangeApply, VmidRangeDelete, VmidRangeList,
+    MemberList, MemberPromote, MemberRemove, MemberReportVersions, PoolApply, PoolDelete, PoolList,
+    ReadMode, ReleaseIp, SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke, VipApply,
+    VipDelete, VipList, VmApply, VmDelete, VmGet, VmList, VmidRangeApply, VmidRangeDelete,
+    VmidRangeList,
 };
 use protocol::admin::{HostStatus, VmExplain, VmPower, VmSnapshot};
 use protocol::fleet::UnixMillis;
@@ -58,6 +59,7 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
     write::<PoolApply>(router, ctx, writes::pool_apply, writes::pool_apply_reply);
     write::<PoolDelete>(router, ctx, writes::pool_delete, writes::pool_delete_reply);
     write::<AllocateIp>(router, ctx, writes::allocate_ip, writes::allocate_ip_reply);
+    write::<ReleaseIp>(router, ctx, writes::release_ip, writes::release_ip_reply);
     write::<VmidRangeApply>(
         router,
         ctx,
@@ -97,6 +99,23 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         ctx.on_leader(&caller, req, |r| {
             let ctx = Arc::clone(&ctx);
             async move { ctx.member_promote(&r).await }
+        })
+        .await
+    });
+    custom::<MemberReportVersions, _, _>(router, ctx, |ctx, caller, req| async move {
+        // A member speaks for itself only: its certificate names the id it reports.
+        let own = caller
+            .peer
+            .is_some_and(|p| p.role == protocol::Role::Coordinator && p.node_id == req.id);
+        if !own {
+            return Err(RemoteError::unauthorized(format!(
+                "only coordinator {} itself reports the versions of its build",
+                req.id
+            )));
+        }
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.member_report_versions(&r).await }
         })
         .await
     });
@@ -211,7 +230,14 @@ impl Ctx {
             .await
             .map_err(|e| RemoteError::unavailable(format!("raft is not running: {e}")))?;
         let metrics = self.raft.metrics().borrow().clone();
-        Ok(cluster_status(&self.cluster_id, &metrics, committed))
+        let (cluster, members) =
+            self.read_local(|s| (s.cluster_version(), s.member_versions().clone()))?;
+        Ok(cluster_status(
+            &self.cluster_id,
+            &metrics,
+            committed,
+            (cluster, &members),
+        ))
     }
 
     /// The leader's view when it can be had (it alone knows replication progress), else this

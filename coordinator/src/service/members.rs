@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use openraft::ChangeMembers;
 use openraft::error::{ChangeMembershipError, ClientWriteError, RaftError};
-use protocol::admin::{Done, MemberPromote, MemberPromoteReply, MemberRemove};
+use protocol::admin::{
+    Done, MemberPromote, MemberPromoteReply, MemberRemove, MemberReportVersions,
+};
 use protocol::fleet::{Member, MemberRole, validate_member_addr};
 use raft::{MemberNode, NodeId};
 use transport::{RemoteCode, RemoteError, TransportError};
@@ -154,6 +156,25 @@ impl Ctx {
     }
 
     /// Removes member `req.id` (this member leads). Refuses to remove the last voter.
+    /// Records what a member's build reads (this member leads).
+    pub(crate) async fn member_report_versions(
+        &self,
+        req: &MemberReportVersions,
+    ) -> Result<Done, RemoteError> {
+        let cmd = Command::ReportVersions {
+            id: req.id,
+            versions: req.versions,
+            now: Now::read().millis,
+        };
+        match self.propose(&cmd).await? {
+            CommandReply::Done => Ok(Done {}),
+            other => Err(unexpected(
+                <MemberReportVersions as transport::Rpc>::METHOD,
+                &other,
+            )),
+        }
+    }
+
     pub(crate) async fn member_remove(&self, req: &MemberRemove) -> Result<Done, RemoteError> {
         let id = req.id;
         let before = self.membership();

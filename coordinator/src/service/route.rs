@@ -12,7 +12,9 @@ use transport::{Caller, RemoteError, Rpc, TransportError};
 use super::Ctx;
 use super::errors::{is_not_leader, read_error, state_error, write_error};
 use crate::forward::ForwardError;
-use fleet::state::{Command, CommandReply, StateError, decode_reply, encode_command};
+use fleet::state::{
+    CodecError, Command, CommandReply, FleetState, StateError, decode_reply, encode_command,
+};
 
 /// How many times a request is re-routed after the leader changed under it.
 const ROUTE_ATTEMPTS: usize = 4;
@@ -126,8 +128,13 @@ impl Ctx {
         &self,
         cmd: &Command,
     ) -> Result<Result<CommandReply, StateError>, RemoteError> {
-        let bytes = encode_command(cmd)
-            .map_err(|e| RemoteError::internal(format!("encode command: {e}")))?;
+        // At the cluster version: every member reads it. A command of a later version is
+        // refused until every member runs a build that reads it.
+        let cluster = self.read_local(FleetState::cluster_version)?;
+        let bytes = encode_command(cmd, cluster).map_err(|e| match e {
+            e @ CodecError::TooNew { .. } => RemoteError::unavailable(e.to_string()),
+            e => RemoteError::internal(format!("encode command: {e}")),
+        })?;
         let written = self
             .raft
             .client_write(raft::Command(bytes))

@@ -1,20 +1,24 @@
-//! `cluster status` as a pure function of openraft's metrics: leader, term, commit and applied
-//! index, and every member with its role and, on the leader, how far replication has got.
+//! `cluster status` as a pure function of openraft's metrics and the fleet state's versions:
+//! leader, term, commit and applied index, the cluster version, and every member with its role,
+//! its build's encodings and, on the leader, how far replication has got.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use openraft::RaftMetrics;
 use protocol::admin::{ClusterStatusReply, MemberStatus};
 use protocol::fleet::MemberRole;
+use protocol::version::{Version, VersionRange};
 use raft::{MemberNode, NodeId};
 
 /// The status as member `m.id` sees it. `committed` is its committed index (not part of
 /// openraft's metrics, read from its Raft state). Matched index and lag are known only on the
-/// leader, which tracks replication.
+/// leader, which tracks replication. `versions` is the cluster version and each member's
+/// reported build, from the fleet state.
 pub(crate) fn cluster_status(
     cluster_id: &str,
     m: &RaftMetrics<NodeId, MemberNode>,
     committed: Option<u64>,
+    versions: (Version, &BTreeMap<NodeId, VersionRange>),
 ) -> ClusterStatusReply {
     let membership = m.membership_config.membership();
     let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
@@ -44,6 +48,7 @@ pub(crate) fn cluster_status(
                 is_leader: m.current_leader == Some(*id),
                 matched_index: matched,
                 lag: matched.map(|i| last_log.saturating_sub(i)),
+                versions: versions.1.get(id).copied(),
             }
         })
         .collect();
@@ -55,6 +60,7 @@ pub(crate) fn cluster_status(
         commit_index: committed.unwrap_or(0),
         applied_index: m.last_applied.map_or(0, |l| l.index),
         members,
+        cluster_version: versions.0,
     }
 }
 
@@ -98,7 +104,12 @@ mod tests {
 
     #[test]
     fn the_leader_reports_every_members_progress_and_lag() {
-        let s = cluster_status("lab", &metrics(1, Some(1)), Some(10));
+        let s = cluster_status(
+            "lab",
+            &metrics(1, Some(1)),
+            Some(10),
+            (Version(1), &BTreeMap::new()),
+        );
         assert_eq!(
             (s.leader, s.term, s.commit_index, s.applied_index),
             (Some(1), 2, 10, 9)
@@ -114,7 +125,12 @@ mod tests {
 
     #[test]
     fn a_follower_knows_the_members_but_not_their_progress() {
-        let s = cluster_status("lab", &metrics(2, Some(1)), Some(8));
+        let s = cluster_status(
+            "lab",
+            &metrics(2, Some(1)),
+            Some(8),
+            (Version(1), &BTreeMap::new()),
+        );
         assert_eq!(s.node_id, 2);
         assert_eq!(s.members.len(), 4);
         assert!(

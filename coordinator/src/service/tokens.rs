@@ -1,10 +1,10 @@
-//! `token create` on the leader: the token's id and secret are drawn and the time read here,
-//! before proposing, so every member stores the same record (apply never draws or reads a
-//! clock). Only the secret's hash enters the log; the token text goes back to the caller once.
+//! `token create` on the leader: the terms are bootstrap's `token_terms` (one use and one hour
+//! unless asked otherwise, so an older CLI that sends none gets the safe ones; a coordinator
+//! token always one use), the token's id and secret are drawn and the time read here, before
+//! proposing, so every member stores the same record (apply never draws or reads a clock).
+//! Only the secret's hash enters the log; the token text goes back to the caller once.
 
-use std::time::Duration;
-
-use bootstrap::{DEFAULT_TOKEN_TTL, TokenRecord};
+use bootstrap::{TokenRecord, token_terms};
 use protocol::admin::{TokenCreate, TokenCreateReply};
 use transport::{RemoteCode, RemoteError};
 
@@ -16,8 +16,6 @@ use protocol::time::Now;
 /// Ids are random (36^6): a clash with a stored id is refused by the state machine, and a new
 /// token is drawn.
 const ID_ATTEMPTS: usize = 3;
-/// The longest lifetime a token may be given (a year): tokens are for joining soon.
-const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
 
 impl Ctx {
     /// Creates a join token (this member leads).
@@ -25,27 +23,15 @@ impl Ctx {
         &self,
         req: &TokenCreate,
     ) -> Result<TokenCreateReply, RemoteError> {
-        let ttl = req.ttl_secs.map_or(DEFAULT_TOKEN_TTL, Duration::from_secs);
-        if ttl.is_zero() || ttl > MAX_TTL {
-            return Err(RemoteError::bad_request(format!(
-                "ttl_secs = {} is not allowed: expected 1 to {} seconds",
-                ttl.as_secs(),
-                MAX_TTL.as_secs()
-            )));
-        }
-        if req.role == protocol::Role::Admin {
-            return Err(RemoteError::bad_request(
-                "role = \"admin\" is not allowed: expected coordinator or agent (admin \
-                 certificates are not issued through join tokens)",
-            ));
-        }
+        let terms = token_terms(req.role, req.ttl_secs, req.uses)
+            .map_err(|e| RemoteError::bad_request(e.to_string()))?;
         let mut last = None;
         for _ in 0..ID_ATTEMPTS {
             let now = Now::read();
             let (record, token) = TokenRecord::new(
                 req.role,
-                ttl,
-                req.uses,
+                terms.ttl,
+                terms.uses,
                 self.ca.sha256(),
                 now.secs(),
                 &mut rand::rng(),

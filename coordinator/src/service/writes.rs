@@ -4,12 +4,13 @@
 
 use protocol::admin::{
     AllocateIp, AllocateIpReply, AllocateVmid, AllocateVmidReply, ApplyReply, Done, PoolApply,
-    PoolDelete, SettingsPut, SettingsReply, TokenRevoke, VipApply, VipDelete, VmApply,
+    PoolDelete, ReleaseIp, SettingsPut, SettingsReply, TokenRevoke, VipApply, VipDelete, VmApply,
     VmApplyReply, VmDelete, VmDeleteReply, VmidRangeApply, VmidRangeDelete,
 };
 use protocol::fleet::{UnixMillis, validate_settings};
 use protocol::spec::{
-    SpecError, validate_ip_pool, validate_spec, validate_vip, validate_vmid_range,
+    SpecError, validate_ip_owner, validate_ip_pool, validate_spec, validate_vip,
+    validate_vmid_range,
 };
 use transport::{RemoteError, Rpc};
 
@@ -144,6 +145,7 @@ pub(crate) fn pool_delete_reply(r: &PoolDelete, reply: CommandReply) -> Result<D
 }
 
 pub(crate) fn allocate_ip(r: &AllocateIp, now: UnixMillis) -> Result<Command, RemoteError> {
+    validate_ip_owner(&r.owner).map_err(invalid)?;
     Ok(Command::AllocateIp {
         pool: r.pool.clone(),
         owner: r.owner.clone(),
@@ -167,6 +169,18 @@ pub(crate) fn allocate_ip_reply(
         }),
         other => Err(unexpected(AllocateIp::METHOD, &other)),
     }
+}
+
+pub(crate) fn release_ip(r: &ReleaseIp, now: UnixMillis) -> Result<Command, RemoteError> {
+    Ok(Command::ReleaseIp {
+        pool: r.pool.clone(),
+        address: r.address,
+        now,
+    })
+}
+
+pub(crate) fn release_ip_reply(r: &ReleaseIp, reply: CommandReply) -> Result<Done, RemoteError> {
+    done(r, reply)
 }
 
 pub(crate) fn vmid_range_apply(

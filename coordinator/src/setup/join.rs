@@ -1,4 +1,4 @@
-//! `pvefleet-coordinator join TOKEN ADDR`: a node without a certificate asks the cluster to
+//! `pvefleet-coordinator join --token-file FILE ADDR` (the binary reads the token): a node without a certificate asks the cluster to
 //! admit it. The key is made here and only a CSR leaves; the server is trusted through the CA
 //! hash pinned in the token; a follower's `NotLeader` names the leader, which is followed.
 //! Then the node's files are written (a coordinator also receives the CA key) and its stage is
@@ -22,8 +22,8 @@ use crate::forward::resolve;
 const JOIN_WAIT: Duration = Duration::from_secs(60);
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
 
-/// What `join` needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `join` needs. `Debug` hides the token.
+#[derive(Clone, PartialEq, Eq)]
 pub struct JoinOptions {
     /// The join token text.
     pub token: String,
@@ -33,6 +33,18 @@ pub struct JoinOptions {
     pub data_dir: PathBuf,
     /// Its QUIC address, recorded for the others.
     pub listen: SocketAddr,
+}
+
+impl std::fmt::Debug for JoinOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A logged option set must not let its reader join the cluster.
+        f.debug_struct("JoinOptions")
+            .field("token", &"<redacted>")
+            .field("via", &self.via)
+            .field("data_dir", &self.data_dir)
+            .field("listen", &self.listen)
+            .finish()
+    }
 }
 
 /// What `join` made.

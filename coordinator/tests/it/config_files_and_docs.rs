@@ -67,11 +67,14 @@ fn each_man_page_documents_every_subcommand_on_one_page() {
         "\\-\\-lease\\-secs",
         "/etc/pvefleet/coordinator.toml",
         "WATCHDOG_USEC",
+        "PVEFLEET_JOIN_TOKEN",
+        "\\-\\-token\\-file",
     ] {
         assert!(man.contains(word), "{word} missing:\n{man}");
     }
     // Hidden flags stay hidden; no page is referred to that is not shipped.
     assert!(!man.contains("\\-\\-generate"), "{man}");
+    assert!(!man.contains("LEGACY"), "{man}");
     assert!(!man.contains("\\-help(1)"), "{man}");
     assert_eq!(man.matches(".ds Aq").count(), 2, "one preamble");
 }

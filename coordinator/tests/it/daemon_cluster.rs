@@ -29,6 +29,17 @@ async fn a_three_member_cluster_forwards_writes_and_reads_them_everywhere() {
     assert_eq!(status.cluster_id, "daemon-test");
     let ids: BTreeSet<u64> = status.members.iter().map(|m| m.id).collect();
     assert_eq!(ids.len(), 3, "{status:?}");
+    // Every member reports what its build reads; the cluster writes the newest all read.
+    let this_build = protocol::version::VersionRange::this_build();
+    let status = eventually("every member's encodings", || async {
+        let s = cluster.call(0, &ClusterStatus {}).await.ok()?;
+        s.members
+            .iter()
+            .all(|m| m.versions == Some(this_build))
+            .then_some(s)
+    })
+    .await;
+    assert_eq!(status.cluster_version, protocol::version::CURRENT);
 
     let leader = cluster.leader().await;
     let follower = (leader + 1) % 3;

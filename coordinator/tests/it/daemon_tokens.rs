@@ -2,7 +2,8 @@
 //! second; expired, revoked, tampered, unknown and other-cluster tokens are refused with
 //! bootstrap's messages, by the Join service itself and through `join` (which reports them as
 //! refusals, exit code 3); a refused join writes nothing, and the token's role decides what an
-//! admitted one writes.
+//! admitted one writes. A token created without terms (an older CLI) allows one join within
+//! an hour; a coordinator token cannot be widened; the binary refuses a token in its argv.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,7 +17,7 @@ use coordinator::error::CoordinatorError;
 use coordinator::node::CoordinatorNode;
 use daemon_support::{Cluster, bounded, eventually};
 use protocol::Role;
-use protocol::admin::{ReadMode, TokenCreate, TokenList, TokenRevoke};
+use protocol::admin::{ReadMode, TokenCreate, TokenList, TokenRevoke, UNLIMITED_USES};
 use protocol::join::JoinResponse;
 use protocol::time::Now;
 use transport::{Endpoint, RemoteCode, TransportConfig, TransportError};
@@ -211,4 +212,100 @@ async fn the_token_role_decides_what_join_writes() {
         addrs.contains(&(report.node_id, listen.to_string())),
         "{addrs:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_token_created_without_terms_allows_one_join_within_an_hour() {
+    let cluster = Cluster::found(None).await;
+    // What a CLI from before the safe defaults sends: no lifetime, no uses.
+    let reply = cluster
+        .call(
+            0,
+            &TokenCreate {
+                role: Role::Agent,
+                ttl_secs: None,
+                uses: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.record.uses_left, Some(1));
+    assert_eq!(reply.record.expires_at - reply.record.created_at, 3_600_000);
+    ask_join(&cluster, &reply.token).await.unwrap();
+    let second = refusal(ask_join(&cluster, &reply.token).await);
+    assert!(
+        second.contains("has been used as many times as it allowed"),
+        "{second}"
+    );
+
+    // Widening is explicit, and unlimited is a request of its own.
+    let wide = cluster
+        .call(
+            0,
+            &TokenCreate {
+                role: Role::Agent,
+                ttl_secs: Some(7 * 86_400),
+                uses: Some(UNLIMITED_USES),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(wide.record.uses_left, None);
+    ask_join(&cluster, &wide.token).await.unwrap();
+    ask_join(&cluster, &wide.token).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_coordinator_token_is_one_use_and_short_lived_whatever_is_asked() {
+    let cluster = Cluster::found(None).await;
+    for (ttl_secs, uses, expected) in [
+        (None, Some(2), "exactly one join"),
+        (None, Some(UNLIMITED_USES), "exactly one join"),
+        (Some(2 * 86_400), Some(1), "1 to 86400 seconds"),
+    ] {
+        let err = cluster
+            .call(
+                0,
+                &TokenCreate {
+                    role: Role::Coordinator,
+                    ttl_secs,
+                    uses,
+                },
+            )
+            .await
+            .unwrap_err();
+        match err {
+            TransportError::Remote(e) => {
+                assert_eq!(e.code, RemoteCode::BadRequest, "{e}");
+                assert!(e.message.contains(expected), "{e}");
+            }
+            other => panic!("not refused by the cluster: {other}"),
+        }
+    }
+}
+
+#[test]
+fn join_refuses_a_token_in_its_arguments_without_showing_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = "s3cretsecretsecretsecret";
+    let token = format!("pvf1.{}.abc123.{secret}", "ab".repeat(32));
+    let dir = tmp.path().join("m2");
+    for args in [vec!["join", &token, "127.0.0.1:7401"], vec!["join", &token]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pvefleet-coordinator"))
+            .args(&args)
+            .arg("--data-dir")
+            .arg(&dir)
+            .args(["--listen", "127.0.0.1:7402"])
+            .env_remove(bootstrap::JOIN_TOKEN_ENV)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(!err.contains(secret) && !err.contains("abc123"), "{err}");
+        assert!(
+            err.contains("--token-file -") && err.contains(bootstrap::JOIN_TOKEN_ENV),
+            "{err}"
+        );
+        assert!(!dir.exists());
+    }
 }

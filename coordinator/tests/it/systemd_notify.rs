@@ -122,8 +122,9 @@ fn ready_waits_for_the_settled_membership_and_the_watchdog_is_petted_meanwhile()
     let (m2_dir, m2_config) = write_config(tmp.path(), "m2");
     let join = ok(
         Command::new(COORDINATOR)
-            .args(["join", &token, &via, "--config"])
+            .args(["join", &via, "--config"])
             .arg(&m2_config)
+            .env(bootstrap::JOIN_TOKEN_ENV, &token)
             .output()
             .unwrap(),
         "join",

@@ -90,6 +90,10 @@ impl FleetState {
                 self.events.push(now, level, kind, subject, message);
                 Ok(CommandReply::Done)
             }
+            Command::ReportVersions { id, versions, now } => {
+                self.report_versions(id, versions, now)
+            }
+            Command::SetClusterVersion { version, now } => self.set_cluster_version(version, now),
         }
     }
 

@@ -1,8 +1,10 @@
 //! What can change the fleet state: every [`Command`] is proposed through Raft, applied by
 //! every member in log order, and answered with a [`CommandReply`].
 //!
-//! Commands and replies are bincode-encoded in the Raft log, where bincode names enum variants
-//! by position: add new variants at the end only, never reorder or remove one.
+//! Commands are bincode-encoded in the Raft log at the cluster version (see `codec` and
+//! `versions`), where bincode names enum variants by position: add new variants at the end
+//! only, never reorder or remove one, and give each new variant the version that introduced
+//! it in [`Command::since`] so it is refused until every member reads that version.
 
 use std::net::IpAddr;
 
@@ -13,6 +15,7 @@ use protocol::fleet::{
     StoredToken, TokenRefusal, UnixMillis, VmStatus,
 };
 use protocol::spec::{DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VmSpec, VmidRangeSpec};
+use protocol::version::{OLDEST, Version, VersionRange};
 use serde::{Deserialize, Serialize};
 
 /// A change to the fleet state. Times (`now`) are the proposer's clock: applying never reads one.
@@ -252,6 +255,97 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// A member says which encoding versions its build reads (at start, after an upgrade).
+    ReportVersions {
+        /// The member's id.
+        id: NodeId,
+        /// What its build reads.
+        versions: VersionRange,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Raise the cluster version (refused unless every member reads it; never lowered).
+    SetClusterVersion {
+        /// The new cluster version.
+        version: Version,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+}
+
+impl Command {
+    /// The first encoding version that carries this command: it is refused for the log until
+    /// the cluster version reaches it. Exhaustive on purpose: a new variant must say.
+    pub fn since(&self) -> Version {
+        match self {
+            Command::PutVm { .. }
+            | Command::DeleteVm { .. }
+            | Command::ReleaseVm { .. }
+            | Command::ScheduleVm { .. }
+            | Command::SetVmStatus { .. }
+            | Command::AllocateVmid { .. }
+            | Command::AllocateIps { .. }
+            | Command::ReleaseStaleIps { .. }
+            | Command::AllocateIp { .. }
+            | Command::ReleaseIp { .. }
+            | Command::PutPool { .. }
+            | Command::DeletePool { .. }
+            | Command::PutVmidRange { .. }
+            | Command::DeleteVmidRange { .. }
+            | Command::PutVip { .. }
+            | Command::DeleteVip { .. }
+            | Command::SetVipOwner { .. }
+            | Command::AddTokenRecord { .. }
+            | Command::UseToken { .. }
+            | Command::RevokeToken { .. }
+            | Command::RegisterHost { .. }
+            | Command::SetHostState { .. }
+            | Command::AddMember { .. }
+            | Command::RemoveMember { .. }
+            | Command::PutSettings { .. }
+            | Command::RecordEvent { .. }
+            | Command::SetHostFacts { .. }
+            | Command::SetVmState { .. }
+            | Command::ReportVersions { .. }
+            | Command::SetClusterVersion { .. } => OLDEST,
+        }
+    }
+
+    /// The variant's name, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::PutVm { .. } => "PutVm",
+            Command::DeleteVm { .. } => "DeleteVm",
+            Command::ReleaseVm { .. } => "ReleaseVm",
+            Command::ScheduleVm { .. } => "ScheduleVm",
+            Command::SetVmStatus { .. } => "SetVmStatus",
+            Command::AllocateVmid { .. } => "AllocateVmid",
+            Command::AllocateIps { .. } => "AllocateIps",
+            Command::ReleaseStaleIps { .. } => "ReleaseStaleIps",
+            Command::AllocateIp { .. } => "AllocateIp",
+            Command::ReleaseIp { .. } => "ReleaseIp",
+            Command::PutPool { .. } => "PutPool",
+            Command::DeletePool { .. } => "DeletePool",
+            Command::PutVmidRange { .. } => "PutVmidRange",
+            Command::DeleteVmidRange { .. } => "DeleteVmidRange",
+            Command::PutVip { .. } => "PutVip",
+            Command::DeleteVip { .. } => "DeleteVip",
+            Command::SetVipOwner { .. } => "SetVipOwner",
+            Command::AddTokenRecord { .. } => "AddTokenRecord",
+            Command::UseToken { .. } => "UseToken",
+            Command::RevokeToken { .. } => "RevokeToken",
+            Command::RegisterHost { .. } => "RegisterHost",
+            Command::SetHostState { .. } => "SetHostState",
+            Command::AddMember { .. } => "AddMember",
+            Command::RemoveMember { .. } => "RemoveMember",
+            Command::PutSettings { .. } => "PutSettings",
+            Command::RecordEvent { .. } => "RecordEvent",
+            Command::SetHostFacts { .. } => "SetHostFacts",
+            Command::SetVmState { .. } => "SetVmState",
+            Command::ReportVersions { .. } => "ReportVersions",
+            Command::SetClusterVersion { .. } => "SetClusterVersion",
+        }
+    }
 }
 
 /// The answer to an applied command.
@@ -381,9 +475,6 @@ pub enum StateError {
         /// The last index applied.
         last_applied: u64,
     },
-    /// The command bytes could not be decoded.
-    #[error("undecodable command: {0}")]
-    Undecodable(String),
 }
 
 impl From<SpecError> for StateError {

@@ -170,6 +170,7 @@ impl FleetState {
             return Err(not_found(EventKind::Member, id.to_string()));
         }
         self.revoked_nodes.insert(id);
+        self.forget_member_versions(id);
         self.info(
             now,
             EventKind::Member,

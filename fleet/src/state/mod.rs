@@ -4,7 +4,7 @@
 //! ```text
 //!  admin / controllers ──Command──▶ encode_command ──▶ Raft log ──▶ FleetState::apply ──▶ CommandReply
 //!                                                                   │
-//!                                       snapshots: encode_snapshot ◀┘ (format byte + bincode)
+//!                                       snapshots: encode_snapshot ◀┘ (version + bincode)
 //! ```
 //!
 //! `apply` is deterministic: no clock (times come inside commands), no randomness, no I/O, and
@@ -13,12 +13,14 @@
 
 mod apply;
 mod audit;
+mod cluster_versions;
 mod codec;
 mod command;
 mod events;
 mod hosts;
 mod ips;
 mod tokens;
+mod versions;
 mod vips;
 mod vmids;
 mod vms;
@@ -34,12 +36,14 @@ use protocol::fleet::{
 };
 use serde::{Deserialize, Serialize};
 
+pub use cluster_versions::ClusterVersions;
 pub use codec::{
-    COMMAND_FORMAT, CodecError, SNAPSHOT_FORMAT, decode_command, decode_reply, decode_snapshot,
-    encode_command, encode_reply, encode_snapshot,
+    CodecError, decode_command, decode_reply, decode_snapshot, encode_command, encode_reply,
+    encode_snapshot,
 };
 pub use command::{Command, CommandReply, StateError};
 pub use events::EVENT_LOG_CAPACITY;
+pub use versions::next_cluster_version;
 
 use events::EventLog;
 
@@ -61,6 +65,8 @@ pub struct FleetState {
     vips: BTreeMap<String, Vip>,
     tokens: BTreeMap<String, StoredToken>,
     events: EventLog,
+    /// The cluster version and each member's build.
+    versions: ClusterVersions,
 }
 
 impl FleetState {

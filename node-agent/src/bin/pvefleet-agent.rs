@@ -1,12 +1,15 @@
 //! `pvefleet-agent`: the node agent of a PVE host. `join` admits this host to a cluster with a
-//! token; `run` keeps its session to the coordinators until SIGTERM/SIGINT. The hidden
+//! token read from a file, standard input or the environment (never the command line); `run`
+//! keeps its session to the coordinators until SIGTERM/SIGINT. The hidden
 //! `--generate man|complete-bash|complete-zsh` prints the man page or a completion script.
 //! Thin: the logic is in `node_agent::{config, join, daemon}`. Exit codes: 0 ok, 2 bad command
 //! line or configuration, 3 refused by the cluster (join token, role), 1 anything else.
 
+use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bootstrap::token_input::{JOIN_TOKEN_ENV, check_join_arguments, read_join_token, reads_stdin};
 use clap::{CommandFactory, Parser, Subcommand};
 use daemon::generate::{self, Generate, ManExtras};
 use daemon::signal::cancel_on_signal;
@@ -39,6 +42,11 @@ const MAN: ManExtras = ManExtras {
     ],
     environment: &[
         (
+            JOIN_TOKEN_ENV,
+            "The join token for `join` when --token-file is not given. Never pass a token as \
+             an argument: every local user can read a process's arguments.",
+        ),
+        (
             "RUST_LOG",
             "Log filter for the messages on stderr; wins over `log` of the configuration.",
         ),
@@ -69,12 +77,20 @@ struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// Join a cluster with a token from `pvefleet token create --role agent`.
+    /// Join a cluster with a token from `pvefleet token create --role agent`, read from
+    /// --token-file or PVEFLEET_JOIN_TOKEN (never from the command line, where every local user
+    /// could read it).
     Join {
-        /// The join token.
-        token: String,
         /// The QUIC address (host:port) of any coordinator (a follower redirects to the leader).
         addr: String,
+        /// The old form `join TOKEN ADDR`: refused, without showing the token.
+        #[arg(hide = true)]
+        legacy: Option<String>,
+        /// Read the join token from FILE (mode 0600; others' read access is refused), or from
+        /// standard input if FILE is `-` [default: the environment variable
+        /// PVEFLEET_JOIN_TOKEN].
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
         /// The agent's data directory (created; must not hold a node) [default: data_dir of
         /// the configuration, else /var/lib/pvefleet/agent].
         #[arg(long, value_name = "DIR")]
@@ -139,7 +155,7 @@ impl From<JoinError> for Failure {
 }
 
 /// A command with the configuration it works with: `run` needs one; `join` reads the one
-/// named, or the default one if it exists.
+/// named, or the default one if it exists, and its token.
 enum Job {
     Run {
         path: PathBuf,
@@ -155,19 +171,30 @@ enum Job {
 }
 
 impl Job {
-    /// Reads the configuration `cmd` works with.
-    fn prepare(cmd: Cmd) -> Result<Job, ConfigError> {
+    /// Reads the configuration `cmd` works with and, for `join`, the token (before logging
+    /// starts: nothing here logs it).
+    fn prepare(cmd: Cmd) -> anyhow::Result<Job> {
         match cmd {
             Cmd::Run { config: path } => Ok(Job::Run {
                 config: AgentConfig::load(&path)?,
                 path,
             }),
             Cmd::Join {
-                token,
                 addr,
+                legacy,
+                token_file,
                 data_dir,
                 config: config_path,
             } => {
+                check_join_arguments("pvefleet-agent join", &addr, legacy.as_deref())?;
+                if reads_stdin(token_file.as_deref()) && io::stdin().is_terminal() {
+                    eprint!("join token (paste it, then Enter): ");
+                }
+                let token = read_join_token(
+                    token_file.as_deref(),
+                    std::env::var_os(JOIN_TOKEN_ENV),
+                    &mut io::stdin().lock(),
+                )?;
                 let default = Path::new(DEFAULT_CONFIG_PATH);
                 let config = match &config_path {
                     Some(path) => Some(AgentConfig::load(path)?),

@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 //! The `pvefleet-agent` binary as a process: help, configuration errors that name the field,
 //! and `join` then `run` against a fake coordinator on loopback (Join and Agent services, a
-//! cluster CA made by `bootstrap`), with the ready line on stdout and a clean SIGTERM exit.
+//! cluster CA made by `bootstrap`), with the ready line on stdout and a clean SIGTERM exit;
+//! the join token from a file, standard input or the environment, and never from argv.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bootstrap::ca::DEFAULT_LEAF_VALIDITY;
-use bootstrap::{ClusterCa, NodeDir, NodeKey};
+use bootstrap::{ClusterCa, JOIN_TOKEN_ENV, NodeDir, NodeKey};
 use lab::process::{Process, Stderr};
 use node_agent::daemon::ReadyLine;
 use protocol::agent::{Heartbeat, HeartbeatAck};
@@ -33,6 +34,16 @@ fn now_secs() -> u64 {
 
 fn agent(args: &[&str]) -> Output {
     Command::new(AGENT).args(args).output().unwrap()
+}
+
+/// `pvefleet-agent join ARGS` with the token in the environment, as a script would give it.
+fn agent_join(token: &str, args: &[&str]) -> Output {
+    Command::new(AGENT)
+        .arg("join")
+        .args(args)
+        .env(JOIN_TOKEN_ENV, token)
+        .output()
+        .unwrap()
 }
 
 fn stderr(out: &Output) -> String {
@@ -231,7 +242,7 @@ async fn join_then_run_prints_the_ready_line_and_stops_cleanly_on_sigterm() {
         coordinator.addr.to_string(),
         data.to_str().unwrap().to_string(),
     );
-    let out = blocking(move || agent(&["join", &token, &via, "--data-dir", &data_arg])).await;
+    let out = blocking(move || agent_join(&token, &[&via, "--data-dir", &data_arg])).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("as agent 42"));
     let cluster = NodeDir::new(&data).read_cluster_config().unwrap();
@@ -278,7 +289,7 @@ async fn a_token_for_another_role_is_refused_and_nothing_is_written() {
         coordinator.addr.to_string(),
         data.to_str().unwrap().to_string(),
     );
-    let out = blocking(move || agent(&["join", &token, &via, "--data-dir", &data_arg])).await;
+    let out = blocking(move || agent_join(&token, &[&via, "--data-dir", &data_arg])).await;
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("coordinator role, not agent"), "{err}");
@@ -296,11 +307,153 @@ async fn a_token_pinning_another_ca_is_refused() {
         coordinator.addr.to_string(),
         tmp.path().join("agent").to_str().unwrap().to_string(),
     );
-    let out = blocking(move || agent(&["join", &token, &via, "--data-dir", &data_arg])).await;
+    let out = blocking(move || agent_join(&token, &[&via, "--data-dir", &data_arg])).await;
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("not of the cluster"),
         "{}",
         stderr(&out)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_old_positional_token_is_refused_without_showing_it_and_nothing_is_written() {
+    let coordinator = Coordinator::start(Role::Agent);
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("agent");
+    let (token, via, data_arg) = (
+        coordinator.token(),
+        coordinator.addr.to_string(),
+        data.to_str().unwrap().to_string(),
+    );
+    let forms = [
+        vec!["join", &token, &via, "--data-dir", &data_arg],
+        vec!["join", &token, "--data-dir", &data_arg],
+    ];
+    for form in forms {
+        let form: Vec<String> = form.into_iter().map(str::to_string).collect();
+        let out = blocking(move || {
+            let args: Vec<&str> = form.iter().map(String::as_str).collect();
+            agent(&args)
+        })
+        .await;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            !err.contains(&"s".repeat(16)) && !err.contains("abc123"),
+            "{err}"
+        );
+        for way in ["--token-file", JOIN_TOKEN_ENV] {
+            assert!(err.contains(way), "{way} missing from {err}");
+        }
+    }
+    assert_eq!(NodeDir::new(&data).existing_node_file(), None);
+    // Without any token: the ways to give one.
+    let (via, data_arg) = (coordinator.addr.to_string(), data_arg.clone());
+    let out = blocking(move || {
+        Command::new(AGENT)
+            .args(["join", &via, "--data-dir", &data_arg])
+            .env_remove(JOIN_TOKEN_ENV)
+            .output()
+            .unwrap()
+    })
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no join token given"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_token_file_joins_and_one_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let coordinator = Coordinator::start(Role::Agent);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("join.token");
+    std::fs::write(&file, format!("{}\n", coordinator.token())).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let data = tmp.path().join("agent");
+    let args = |data: &Path| {
+        [
+            "join".to_string(),
+            "--token-file".to_string(),
+            file.to_str().unwrap().to_string(),
+            coordinator.addr.to_string(),
+            "--data-dir".to_string(),
+            data.to_str().unwrap().to_string(),
+        ]
+    };
+    let wide = args(&data);
+    let out = blocking(move || {
+        Command::new(AGENT)
+            .args(wide)
+            .env_remove(JOIN_TOKEN_ENV)
+            .output()
+            .unwrap()
+    })
+    .await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("chmod 600"), "{err}");
+    assert!(!err.contains(&"s".repeat(16)), "{err}");
+    assert_eq!(NodeDir::new(&data).existing_node_file(), None);
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let private = args(&data);
+    let out = blocking(move || {
+        Command::new(AGENT)
+            .args(private)
+            .env_remove(JOIN_TOKEN_ENV)
+            .output()
+            .unwrap()
+    })
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(data.join("node.pem").is_file());
+}
+
+/// The documented interactive form: `join --token-file - ADDR` waits for the token on standard
+/// input; meanwhile its /proc/PID/cmdline, which every local user can read, holds no token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_on_standard_input_joins_and_never_appears_in_proc_cmdline() {
+    use tokio::io::AsyncWriteExt;
+    let coordinator = Coordinator::start(Role::Agent);
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("agent");
+    let mut child = TokioCommand::new(AGENT)
+        .args(["join", "--token-file", "-", &coordinator.addr.to_string()])
+        .arg("--data-dir")
+        .arg(&data)
+        .env_remove(JOIN_TOKEN_ENV)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(
+        cmdline.contains("join --token-file - 127.0.0.1:"),
+        "{cmdline}"
+    );
+    assert!(
+        !cmdline.contains("pvf1") && !cmdline.contains("abc123"),
+        "{cmdline}"
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(format!("{}\n", coordinator.token()).as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(BOUND, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(data.join("node.pem").is_file());
 }

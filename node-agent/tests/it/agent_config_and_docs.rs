@@ -150,10 +150,14 @@ fn the_man_page_documents_both_subcommands_and_the_files() {
         "/var/lib/pvefleet/agent",
         "heartbeat_ms",
         "NOTIFY_SOCKET",
+        "PVEFLEET_JOIN_TOKEN",
+        "\\-\\-token\\-file",
     ] {
         assert!(man.contains(word), "{word} missing:\n{man}");
     }
     assert!(!man.contains("\\-\\-generate"), "{man}");
+    // The old positional token is parsed only to be refused: never documented.
+    assert!(!man.contains("LEGACY"), "{man}");
 }
 
 #[test]

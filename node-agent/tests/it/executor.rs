@@ -289,3 +289,49 @@ async fn bad_ids_reused_ids_and_running_ids_are_refused_without_running() {
 
     assert_eq!(h.count(Method::Post, ""), 0, "nothing ran");
 }
+
+/// A PVE backend whose every call panics: a bug in the middle of a command's run.
+#[derive(Debug)]
+struct Panicking;
+
+impl pve::Backend for Panicking {
+    fn call<'a>(
+        &'a self,
+        _req: &'a pve::ApiRequest,
+    ) -> pve::backend::BoxFuture<'a, Result<pve::ApiReply, pve::PveError>> {
+        Box::pin(async { panic!("bug in a command worker (test)") })
+    }
+
+    fn endpoint(&self) -> String {
+        "panicking".into()
+    }
+}
+
+#[tokio::test]
+async fn a_worker_that_panics_gives_its_id_back_and_the_next_delivery_settles_it() {
+    let h = harness();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(dir.path()).unwrap();
+    let broken_ops = node_agent::ops::VmOps::new(pve::Client::new(Panicking), "pve1");
+    let broken = Executor::new(journal.clone(), broken_ops);
+    let cmd = ensure("web-1/ensure/g1/t1/11");
+    let worker = tokio::spawn({
+        let cmd = cmd.clone();
+        async move { broken.execute(cmd).await }
+    });
+    assert!(worker.await.unwrap_err().is_panic());
+
+    // Same agent process, same journal: the id is in doubt now, not "already running".
+    let exec = Executor::new(journal, h.ops.clone());
+    let settled = exec.execute(cmd.clone()).await;
+    assert!(
+        matches!(settled.outcome, Ok(CommandOutput::Vm(ref vm)) if vm.running),
+        "{settled:?}"
+    );
+    assert_eq!(
+        exec.execute(cmd).await,
+        settled,
+        "and then answered as stored"
+    );
+    assert_eq!(h.vms_named("web-1").await, vec![101]);
+}

@@ -1,5 +1,6 @@
 //! The node agent's integration tests, one binary (support code compiled once): the executor,
-//! journal, session and VM operations against the simulator (`ops_support`), and the
+//! journal (durability across SIGKILL: `killed_child` re-runs this binary as the process to
+//! kill), session and VM operations against the simulator (`ops_support`), and the
 //! `pvefleet-agent` binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
@@ -8,6 +9,8 @@ mod agent_config_and_docs;
 mod executor;
 mod inventory;
 mod journal_durability;
+mod journal_reopen;
+mod killed_child;
 mod ops_delete;
 mod ops_ensure;
 mod ops_power;

@@ -401,3 +401,29 @@ async fn a_missing_template_is_a_permanent_failure() {
     );
     assert!(err.message.contains("9999"), "{}", err.message);
 }
+
+#[tokio::test]
+async fn a_description_with_control_characters_reaches_pve_as_written_and_stays_converged() {
+    // PVE's schema takes any text for `description` (maxLength 8192, no pattern); the spec
+    // accepts the same less NUL, so such a VM must converge rather than fail for good.
+    let h = harness();
+    let mut spec = web_spec("web-1");
+    spec.description = "line 1\r\nbold \u{1b}[1mtext\u{1b}[0m\ttab".into();
+    protocol::spec::validate_spec(&spec).unwrap();
+    let obs = h.ops.ensure(&ensure_cmd(spec.clone(), 101)).await.unwrap();
+    assert!(obs.running);
+    let description = h.value(101, "description").await.unwrap();
+    assert!(
+        description.starts_with("line 1\r\nbold \u{1b}[1mtext\u{1b}[0m\ttab\n\n"),
+        "{description:?}"
+    );
+    assert_eq!(notes::parse(&description).map(|n| n.generation), Some(1));
+
+    h.reset_calls();
+    h.ops.ensure(&ensure_cmd(spec, 101)).await.unwrap();
+    assert_eq!(
+        h.count(Method::Put, "/config") + h.count(Method::Post, "/config"),
+        0,
+        "the description read back equals the one sent: nothing to change"
+    );
+}

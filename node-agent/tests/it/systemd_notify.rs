@@ -180,7 +180,8 @@ async fn ready_follows_the_first_acknowledged_beat_and_the_watchdog_is_petted_me
     );
     let out = blocking(move || {
         Command::new(AGENT)
-            .args(["join", &token, &via, "--config", &config_arg])
+            .args(["join", &via, "--config", &config_arg])
+            .env(bootstrap::JOIN_TOKEN_ENV, &token)
             .output()
             .unwrap()
     })
@@ -267,7 +268,8 @@ async fn a_watchdog_meant_for_another_process_is_not_petted() {
     );
     let out = blocking(move || {
         Command::new(AGENT)
-            .args(["join", &token, &via, "--data-dir", &data_arg])
+            .args(["join", &via, "--data-dir", &data_arg])
+            .env(bootstrap::JOIN_TOKEN_ENV, &token)
             .output()
             .unwrap()
     })

@@ -29,6 +29,8 @@ pub struct ClusterStatusReply {
     pub applied_index: u64,
     /// Every member with its replication progress.
     pub members: Vec<MemberStatus>,
+    /// The encoding version the cluster writes (raised once every member reads a newer one).
+    pub cluster_version: crate::version::Version,
 }
 
 /// One member in [`ClusterStatusReply`].
@@ -46,6 +48,8 @@ pub struct MemberStatus {
     pub matched_index: Option<u64>,
     /// How many entries it is behind the leader's last log index (known on the leader only).
     pub lag: Option<u64>,
+    /// The encodings its build reads, as it reported them (`None` until it has).
+    pub versions: Option<crate::version::VersionRange>,
 }
 
 impl Rpc for ClusterStatus {

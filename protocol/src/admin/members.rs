@@ -32,6 +32,23 @@ impl Rpc for MemberPromote {
     type Response = MemberPromoteReply;
 }
 
+/// A member tells the leader which encoding versions its build reads, so that the leader can
+/// raise the cluster version once every member reads a newer one. Sent by the member itself
+/// (its certificate must carry `id`) at start and after the fleet state lost its report;
+/// forwarded to the leader like any write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberReportVersions {
+    /// The member's node id (the one in its certificate).
+    pub id: NodeId,
+    /// What its build reads.
+    pub versions: crate::version::VersionRange,
+}
+
+impl Rpc for MemberReportVersions {
+    const METHOD: &'static str = "admin.member_report_versions";
+    type Response = super::Done;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

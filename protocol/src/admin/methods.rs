@@ -4,9 +4,10 @@
 
 use super::{
     AllocateIp, AllocateVmid, ClusterStatus, Events, FleetGet, HostList, HostStatus, MemberList,
-    MemberPromote, MemberRemove, PoolApply, PoolDelete, PoolList, SettingsGet, SettingsPut,
-    TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList, VmApply, VmDelete,
-    VmExplain, VmGet, VmList, VmPower, VmSnapshot, VmidRangeApply, VmidRangeDelete, VmidRangeList,
+    MemberPromote, MemberRemove, MemberReportVersions, PoolApply, PoolDelete, PoolList, ReleaseIp,
+    SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList,
+    VmApply, VmDelete, VmExplain, VmGet, VmList, VmPower, VmSnapshot, VmidRangeApply,
+    VmidRangeDelete, VmidRangeList,
 };
 use crate::Rpc;
 
@@ -16,6 +17,7 @@ pub const METHODS: &[&str] = &[
     <MemberList as Rpc>::METHOD,
     <MemberRemove as Rpc>::METHOD,
     <MemberPromote as Rpc>::METHOD,
+    <MemberReportVersions as Rpc>::METHOD,
     <HostList as Rpc>::METHOD,
     <SettingsGet as Rpc>::METHOD,
     <SettingsPut as Rpc>::METHOD,
@@ -29,6 +31,7 @@ pub const METHODS: &[&str] = &[
     <PoolList as Rpc>::METHOD,
     <PoolDelete as Rpc>::METHOD,
     <AllocateIp as Rpc>::METHOD,
+    <ReleaseIp as Rpc>::METHOD,
     <VmidRangeApply as Rpc>::METHOD,
     <VmidRangeList as Rpc>::METHOD,
     <VmidRangeDelete as Rpc>::METHOD,

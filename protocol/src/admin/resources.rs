@@ -1,5 +1,5 @@
 //! Admin requests about the resources VMs draw from: IP pools, VMID ranges, virtual IPs, and a
-//! direct address allocation for tests.
+//! direct address allocation (and its release) for tests and reservations.
 
 use std::net::IpAddr;
 
@@ -76,6 +76,21 @@ pub struct AllocateIpReply {
 impl Rpc for AllocateIp {
     const METHOD: &'static str = "admin.allocate_ip";
     type Response = AllocateIpReply;
+}
+
+/// `pvefleet alloc release POOL ADDRESS`: gives back an address [`AllocateIp`] handed out.
+/// Refused for an address a VM holds (it is released with the VM) and for one not allocated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseIp {
+    /// The pool's name.
+    pub pool: String,
+    /// The address to release.
+    pub address: IpAddr,
+}
+
+impl Rpc for ReleaseIp {
+    const METHOD: &'static str = "admin.release_ip";
+    type Response = Done;
 }
 
 /// Create or update a VMID range by name.

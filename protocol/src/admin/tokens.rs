@@ -9,14 +9,20 @@ use crate::fleet::{Event, TokenView};
 use crate::identity::Role;
 use crate::rpc::Rpc;
 
+/// [`TokenCreate::uses`] asking for no limit on joins before the token expires.
+pub const UNLIMITED_USES: u32 = u32::MAX;
+
 /// `pvefleet token create`: a join token for an agent or a coordinator.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenCreate {
     /// The role a node joining with the token receives.
     pub role: Role,
-    /// Lifetime in seconds; absent = 24 hours.
+    /// Lifetime in seconds; absent = the coordinator's default, one hour (coordinators before
+    /// issue 11 gave 24 hours). A coordinator token lives at most 24 hours.
     pub ttl_secs: Option<u64>,
-    /// Joins it allows; absent = no limit before expiry (as kubeadm's tokens).
+    /// Joins it allows; absent = the coordinator's default, one (coordinators before issue 11
+    /// gave no limit); [`UNLIMITED_USES`] = no limit before expiry. A coordinator token allows
+    /// exactly one.
     pub uses: Option<u32>,
 }
 

@@ -122,6 +122,22 @@ impl IpPoolSpec {
     }
 }
 
+/// Checks the holder named for a directly allocated address (`pvefleet alloc ip POOL OWNER`):
+/// 1-128 characters of printable text. The state machine bounds the length; control characters
+/// are refused here, before the log, because an owner is shown in tables and events.
+pub fn validate_ip_owner(owner: &str) -> Result<(), SpecError> {
+    let printable = !owner.chars().any(char::is_control);
+    if (1..=128).contains(&owner.len()) && printable {
+        Ok(())
+    } else {
+        Err(SpecError::text(
+            "owner",
+            owner,
+            "1-128 characters naming the holder, without control characters",
+        ))
+    }
+}
+
 /// Checks an IP pool definition.
 pub fn validate_ip_pool(pool: &IpPoolSpec) -> Result<(), SpecError> {
     check("name", &pool.name, &rules::DNS_LABEL)?;

@@ -161,3 +161,22 @@ fn pool_ranges_and_vips_refuse_bad_fields() {
         assert!(err.allowed.contains(allowed), "{err}");
     }
 }
+
+#[test]
+fn an_ip_owner_is_printable_text_of_1_to_128_bytes() {
+    for good in ["ci-runner", "Team Web (rack 4)", "東京", &"x".repeat(128)] {
+        assert_eq!(validate_ip_owner(good), Ok(()), "{good:?}");
+    }
+    for bad in [
+        "",
+        "esc \u{1b}[2J",
+        "cr\r",
+        "nul\0",
+        "new\nline",
+        &"x".repeat(129),
+    ] {
+        let e = validate_ip_owner(bad).unwrap_err();
+        assert_eq!(e.field, "owner");
+        assert!(e.allowed.contains("without control characters"), "{e}");
+    }
+}

@@ -8,6 +8,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::description;
 use super::rules::{self, Rule};
 use super::{Cidr, CloudInitSpec, DiskSpec, NicIp, NicModel, NicSpec, Placement, VmSpec};
 
@@ -82,8 +83,6 @@ pub(crate) fn ip(field: impl Into<String>, value: &str) -> Result<IpAddr, SpecEr
         .map_err(|_| SpecError::text(field, value, "an IPv4 or IPv6 address"))
 }
 
-/// Longest description: PVE keeps 8192 bytes, and the agent's managed-notes block needs room.
-const MAX_DESCRIPTION: usize = 7168;
 /// Cloud-init user data limit: large enough for real configs, small enough for the Raft log.
 const MAX_USER_DATA: usize = 65536;
 const USER_DATA_HEADERS: [&str; 6] = [
@@ -98,14 +97,8 @@ const USER_DATA_HEADERS: [&str; 6] = [
 /// Checks every field of a VM spec; the first refused field is returned.
 pub fn validate_spec(spec: &VmSpec) -> Result<(), SpecError> {
     check("name", &spec.name, &rules::DNS_LABEL)?;
-    if spec.description.len() > MAX_DESCRIPTION {
-        return Err(SpecError::new(
-            "description",
-            format_args!("<{} bytes>", spec.description.len()),
-            format!(
-                "at most {MAX_DESCRIPTION} bytes (PVE keeps 8192; the rest holds the fleet's notes)"
-            ),
-        ));
+    if let Some(r) = description::refusal(&spec.description) {
+        return Err(SpecError::new("description", r.shown, r.allowed));
     }
     unique_texts("tags", &spec.tags, &rules::TAG)?;
     within("cores", spec.cores, 1, 256)?;

@@ -89,10 +89,17 @@ fn every_field_refuses_a_bad_value_naming_field_value_and_allowed() {
         ),
         (
             "description too long",
-            |s| s.description = "x".repeat(8000),
+            |s| s.description = "x".repeat(8001),
             "description",
-            "<8000 bytes>",
-            "at most 7168",
+            "<8001 characters>",
+            "at most 8000 characters",
+        ),
+        (
+            "description with NUL",
+            |s| s.description = "esc \u{1b} cr \r nul \0".into(),
+            "description",
+            "<NUL at character 15>",
+            "without NUL",
         ),
         (
             "tag syntax",

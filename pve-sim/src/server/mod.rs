@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +38,10 @@ use handler::Handler;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long open connections get to finish after shutdown.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client may take to send a request's whole header (and how long a kept-alive
+/// connection may sit idle before its next request starts). Without it, one half-sent request
+/// holds a connection and its task until shutdown.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One listener.
 #[derive(Debug, Clone)]
@@ -61,6 +65,7 @@ pub struct Server {
 pub struct BoundServer {
     sim: Sim,
     node: String,
+    header_read_timeout: Duration,
     listener: TcpListener,
     local_addr: SocketAddr,
     identity: TlsIdentity,
@@ -106,6 +111,7 @@ impl Server {
         Ok(BoundServer {
             sim: self.sim,
             node,
+            header_read_timeout: HEADER_READ_TIMEOUT,
             listener,
             local_addr,
             identity,
@@ -115,6 +121,13 @@ impl Server {
 }
 
 impl BoundServer {
+    /// The same listener with another limit on reading a request header than
+    /// [`HEADER_READ_TIMEOUT`] (tests use a short one).
+    pub fn with_header_read_timeout(mut self, limit: Duration) -> Self {
+        self.header_read_timeout = limit;
+        self
+    }
+
     /// The bound address (with the real port when 0 was asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
@@ -174,7 +187,13 @@ impl BoundServer {
             };
             let handler = handler.clone();
             let acceptor = self.acceptor.clone();
-            tracker.spawn(serve_connection(stream, acceptor, handler));
+            let header_read_timeout = self.header_read_timeout;
+            tracker.spawn(serve_connection(
+                stream,
+                acceptor,
+                handler,
+                header_read_timeout,
+            ));
         }
         tracker.close();
         if tokio::time::timeout(DRAIN_TIMEOUT, tracker.wait())
@@ -187,7 +206,12 @@ impl BoundServer {
     }
 }
 
-async fn serve_connection(stream: TcpStream, acceptor: TlsAcceptor, handler: Handler) {
+async fn serve_connection(
+    stream: TcpStream,
+    acceptor: TlsAcceptor,
+    handler: Handler,
+    header_read_timeout: Duration,
+) {
     let shutdown = handler.shutdown.clone();
     if handler.sim.faults().node_down(&handler.node) {
         // Accept, then never answer (not even the TLS handshake), until shutdown.
@@ -209,6 +233,9 @@ async fn serve_connection(stream: TcpStream, acceptor: TlsAcceptor, handler: Han
     });
     let conn = http1::Builder::new()
         .title_case_headers(true)
+        // hyper applies the header timeout only with a timer.
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
         .serve_connection(TokioIo::new(tls), service);
     tokio::pin!(conn);
     tokio::select! {

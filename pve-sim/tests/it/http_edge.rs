@@ -520,3 +520,48 @@ async fn vm_power_and_snippets_can_be_controlled() {
     assert_eq!(resp.status(), 200);
     assert_eq!(json_of(resp).await["data"], "local:snippets/user-data.yaml");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_request_header_is_dropped_after_the_header_timeout() {
+    use std::sync::Arc;
+
+    use rustls::pki_types::ServerName;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let sim = pve_sim::Sim::new(common::config()).unwrap();
+    let config = pve_sim::server::ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        node: "pve1".into(),
+        cert: pve_sim::server::CertSource::SelfSigned { dir: None },
+    };
+    let bound = pve_sim::server::Server::new(sim, config)
+        .bind()
+        .await
+        .unwrap()
+        .with_header_read_timeout(Duration::from_millis(300));
+    let addr = bound.local_addr();
+    let ca_pem = bound.ca_pem().to_string();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    tokio::spawn(bound.run(shutdown));
+
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(common::client_tls(&ca_pem)));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut tls = connector
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .unwrap();
+    // The request line and one header, never the blank line that ends the header.
+    tls.write_all(b"GET /api2/json/version HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    // Far beyond the 300 ms limit: without a limit the server would hold the connection
+    // until shutdown and this read would time out.
+    let closed = tokio::time::timeout(Duration::from_secs(30), tls.read_to_end(&mut answer)).await;
+    assert!(
+        closed.is_ok(),
+        "the server still holds a connection whose request header never ended"
+    );
+}

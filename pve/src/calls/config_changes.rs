@@ -232,16 +232,22 @@ impl ConfigChanges {
         self.put("tags", format_tags(tags))
     }
 
-    /// Description (at most 8192 characters).
+    /// Description: any text of at most 8192 characters (PVE's `maxLength`, no pattern), line
+    /// breaks and other control characters included, except NUL (see [`Self::raw`]).
     pub fn description(self, text: &str) -> Self {
         let n = text.chars().count();
-        let v = if n <= 8192 {
-            Ok(text.to_string())
-        } else {
+        let v = if n > 8192 {
             Err(invalid(
                 "description",
                 format!("{n} characters; at most 8192 allowed"),
             ))
+        } else if text.contains('\0') {
+            Err(invalid(
+                "description",
+                "the value contains NUL (\\0), which PVE cannot take",
+            ))
+        } else {
+            Ok(text.to_string())
         };
         self.put("description", v)
     }
@@ -357,8 +363,17 @@ impl ConfigChanges {
             self.fail(e);
             return self;
         }
-        if value.is_empty() || value.contains('\0') {
+        if value.is_empty() {
             self.fail(invalid(key, "empty value; use delete() to remove a key"));
+            return self;
+        }
+        // PVE joins repeated parameters with NUL and pvesh passes values as argv, so a NUL
+        // cannot reach PVE as part of one value.
+        if value.contains('\0') {
+            self.fail(invalid(
+                key,
+                "the value contains NUL (\\0), which PVE cannot take",
+            ));
             return self;
         }
         self.set.insert(key.to_string(), value.to_string());

@@ -261,6 +261,11 @@ fn every_validation_error_names_its_field() {
         (ConfigChanges::new().raw("net32", "virtio"), "net32"),
         (ConfigChanges::new().raw("digest", "x"), "digest"),
         (ConfigChanges::new().raw("numa", ""), "numa"),
+        (
+            ConfigChanges::new().raw("description", "a\0b"),
+            "description",
+        ),
+        (ConfigChanges::new().description("a\0b"), "description"),
         (ConfigChanges::new().delete(&["bogus"]), "delete"),
         (ConfigChanges::new().revert(&["net99"]), "revert"),
         (ConfigChanges::new().digest("xyz"), "digest"),
@@ -286,4 +291,13 @@ fn later_value_replaces_earlier_and_empty_is_reported() {
     assert!(ConfigChanges::new().is_empty());
     assert!(!ConfigChanges::new().delete(&["net0"]).is_empty());
     assert_eq!(ConfigChanges::new().hotplug(&[]).get("hotplug"), Some("0"));
+}
+
+#[test]
+fn descriptions_keep_control_characters_pve_accepts() {
+    let text = "line 1\r\nline 2\t\u{1b}[1mbold\u{1b}[0m";
+    let typed = ConfigChanges::new().description(text);
+    assert_eq!(typed.get("description"), Some(text));
+    let raw = ConfigChanges::new().raw("description", text);
+    assert_eq!(raw.get("description"), Some(text));
 }

@@ -12,11 +12,20 @@ use http::HeaderValue;
 
 use crate::error::PveError;
 
-/// Read a secret file, refusing one that group or others may access.
+/// Read a secret file, refusing one that group or others may access or that is not a regular
+/// file. The file is opened once and its mode checked on that open file: checking the path and
+/// then reopening it would read whatever the path names by then (a swapped file or symlink).
 pub(crate) fn read_secret_file(path: &Path, what: &str) -> Result<String, PveError> {
     let shown = path.display();
-    let meta = std::fs::metadata(path)
-        .map_err(|e| PveError::Config(format!("cannot read the {what} {shown}: {e}")))?;
+    let cannot =
+        |e: std::io::Error| PveError::Config(format!("cannot read the {what} {shown}: {e}"));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(PveError::Config(format!(
+            "the {what} {shown} is not a regular file; name the file that holds the secret"
+        )));
+    }
     let mode = meta.permissions().mode() & 0o7777;
     if !is_private_mode(mode) {
         return Err(PveError::Config(format!(
@@ -24,8 +33,7 @@ pub(crate) fn read_secret_file(path: &Path, what: &str) -> Result<String, PveErr
              it holds a secret: run `chmod 600 {shown}`"
         )));
     }
-    std::fs::read_to_string(path)
-        .map_err(|e| PveError::Config(format!("cannot read the {what} {shown}: {e}")))
+    std::io::read_to_string(file).map_err(cannot)
 }
 
 /// Whether a file mode keeps a secret private to its owner.
@@ -190,6 +198,27 @@ mod tests {
         assert!(!is_private_mode(0o640));
         assert!(!is_private_mode(0o604));
         assert!(!is_private_mode(0o620));
+    }
+
+    #[test]
+    fn secret_files_are_checked_on_the_file_that_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "line\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = read_secret_file(&path, "API token file").unwrap_err();
+        assert!(e.to_string().contains("mode 0644"), "{e}");
+        assert!(e.to_string().contains("chmod 600"), "{e}");
+
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_secret_file(&path, "API token file").unwrap(), "line\n");
+
+        // A directory is not a secret file, whatever its mode.
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let e = read_secret_file(&sub, "API token file").unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod codec;
 mod flush;
 mod keys;
 mod log_store;
+mod options;
 mod snapshot;
 mod state_machine;
 
@@ -15,6 +16,7 @@ use std::path::Path;
 
 pub use applied::MachineHandle;
 pub use log_store::{LogReader, LogStore};
+pub use options::{DEFAULT_PERIODIC_FLUSH, StoreOptions};
 pub use state_machine::{SnapshotBuilder, StateMachineStore};
 
 use crate::error::RaftStoreError;
@@ -23,9 +25,6 @@ use crate::store::applied::Applied;
 use crate::store::keys::{LOGS_TREE, META_TREE, SM_TREE};
 use crate::store::snapshot::SnapshotStore;
 use crate::types::StoredMembership;
-
-/// sled's page cache; the coordinator's state is small, sled's 1 GiB default is not needed.
-const CACHE_CAPACITY: u64 = 64 * 1024 * 1024;
 
 /// Opens (or creates) the Raft store in `dir` and restores `machine` from the stored snapshot,
 /// if any. Every stored value is checked for a known format version first.
@@ -36,10 +35,16 @@ pub fn open<M: Machine>(
     dir: &Path,
     machine: M,
 ) -> Result<(LogStore, StateMachineStore<M>), RaftStoreError> {
-    let db = sled::Config::new()
-        .path(dir)
-        .cache_capacity(CACHE_CAPACITY)
-        .open()?;
+    open_with(dir, machine, &StoreOptions::default())
+}
+
+/// [`open`] with explicit [`StoreOptions`] (the crash tests turn sled's background flush off).
+pub fn open_with<M: Machine>(
+    dir: &Path,
+    machine: M,
+    options: &StoreOptions,
+) -> Result<(LogStore, StateMachineStore<M>), RaftStoreError> {
+    let db = options.sled_config(dir).open()?;
     let logs = db.open_tree(LOGS_TREE)?;
     let meta = db.open_tree(META_TREE)?;
     let sm = db.open_tree(SM_TREE)?;

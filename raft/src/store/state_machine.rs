@@ -46,7 +46,12 @@ impl<M: Machine> StateMachineStore<M> {
             let reply = match entry.payload {
                 EntryPayload::Blank => Reply::default(),
                 EntryPayload::Normal(command) => {
-                    Reply(applied.machine.apply(entry.log_id.index, &command.0))
+                    let index = entry.log_id.index;
+                    let reply = applied
+                        .machine
+                        .apply(index, &command.0)
+                        .map_err(|reason| RaftStoreError::Apply { index, reason })?;
+                    Reply(reply)
                 }
                 EntryPayload::Membership(membership) => {
                     applied.membership = StoredMembership::new(Some(entry.log_id), membership);
@@ -83,7 +88,10 @@ impl<M: Machine> SnapshotBuilder<M> {
         let (data, last_log_id, last_membership) = {
             let applied = self.applied.lock_read()?;
             (
-                applied.machine.snapshot(),
+                applied
+                    .machine
+                    .snapshot()
+                    .map_err(|reason| RaftStoreError::Snapshot { reason })?,
                 applied.last_applied,
                 applied.membership.clone(),
             )

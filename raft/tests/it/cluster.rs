@@ -356,3 +356,43 @@ async fn a_restarted_member_recovers_from_its_snapshot_and_log_and_catches_up() 
         member.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_cannot_read_a_committed_entry_stops_instead_of_skipping_it() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ca = TestCa::new();
+    let member = start_member(1, &ca).await;
+    let initial: BTreeMap<u64, MemberNode> = [(member.id, member.node())].into();
+    member.raft.initialize(initial).await.unwrap();
+    let before = write(&[&member], b"readable".to_vec()).await;
+    wait_applied(&member, before).await;
+
+    // The entry commits (it is in the log), but applying it fails: Raft stops for good.
+    let refused = member
+        .raft
+        .client_write(Command(common::UNREADABLE.to_vec()))
+        .await;
+    assert!(
+        refused.is_err(),
+        "the write of an unreadable entry answered"
+    );
+    let stopped = member
+        .raft
+        .wait(Some(PATIENCE))
+        .metrics(|m| m.running_state.is_err(), "raft stops")
+        .await
+        .unwrap();
+    let why = stopped.running_state.unwrap_err().to_string();
+    assert!(why.contains("cannot apply log entry"), "{why}");
+    // Nothing after the last readable entry was applied.
+    let applied = items(&member).items;
+    assert_eq!(applied.last().map(|(i, _)| *i), Some(before), "{applied:?}");
+    assert!(
+        member
+            .raft
+            .client_write(Command(b"later".to_vec()))
+            .await
+            .is_err(),
+        "a stopped member accepts nothing more"
+    );
+}

@@ -1,9 +1,12 @@
 //! The Raft store's integration tests, one binary (support code compiled once): the store
-//! suite, durability, clusters and the network.
+//! suite, durability across SIGKILL (`killed_child` re-runs this binary as the process to kill),
+//! clean reopen, clusters and the network.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
 mod cluster;
 mod common;
+mod killed_child;
 mod network;
 mod store_durability;
+mod store_reopen;
 mod store_suite;

@@ -352,9 +352,10 @@ fn a_fourth_member_catches_up_by_snapshot_and_a_removed_member_is_refused() {
     let out = std::process::Command::new(pvefleet_tests::test_lab::workspace_binary(
         "pvefleet-coordinator",
     ))
-    .args(["join", &token, &via.to_string(), "--data-dir"])
+    .args(["join", &via.to_string(), "--data-dir"])
     .arg(&dir)
     .args(["--listen", "127.0.0.1:1"])
+    .env(bootstrap::JOIN_TOKEN_ENV, &token)
     .output()
     .unwrap();
     assert_eq!(

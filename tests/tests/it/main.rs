@@ -10,6 +10,7 @@ mod client_lifecycle;
 mod coordinator_cluster;
 mod examples;
 mod fleet_e2e;
+mod golden;
 mod launcher;
 mod proxmoxer;
 mod schema_conformance;

@@ -10,10 +10,10 @@ use std::collections::BTreeSet;
 use pve::calls::{PVE9_ONLY_PARAMS, ResponseShape, catalog};
 use pve_sim::schema::{MethodSchema, Schema};
 use pve_sim::{HttpMethod, Route};
-use pvefleet_tests::shared_refs::read_shared;
+use pvefleet_tests::reference_data::read_reference;
 
 fn load(rel: &str) -> Schema {
-    Schema::from_json(&read_shared(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    Schema::from_json(&read_reference(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
 fn http(m: pve::Method) -> HttpMethod {
@@ -38,17 +38,53 @@ fn returns_optional(returns: &serde_json::Value, array: bool, field: &str) -> bo
     obj["properties"][field]["optional"].as_u64() == Some(1)
 }
 
-#[test]
-fn the_simulators_embedded_schema_is_the_official_subset() {
-    let embedded = std::fs::read_to_string(
+/// The simulator's embedded `[{path, info}]` subset of the 9.1 schema.
+fn embedded_subset() -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../pve-sim/schema/endpoints-9.1.json"),
     )
     .unwrap();
-    assert!(
-        embedded == read_shared("pve-api/endpoints-subset.json"),
-        "pve-sim/schema/endpoints-9.1.json differs from shared/pve-api/endpoints-subset.json"
-    );
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Every node of the full schema tree by path.
+fn nodes_by_path(
+    nodes: &[serde_json::Value],
+    out: &mut std::collections::BTreeMap<String, serde_json::Value>,
+) {
+    for n in nodes {
+        if let Some(path) = n["path"].as_str() {
+            out.insert(path.to_string(), n.clone());
+        }
+        if let Some(children) = n["children"].as_array() {
+            nodes_by_path(children, out);
+        }
+    }
+}
+
+#[test]
+fn the_simulators_embedded_schema_is_the_official_subset() {
+    let full: serde_json::Value =
+        serde_json::from_str(&read_reference("pve-api/apidata.json")).unwrap();
+    let mut nodes = std::collections::BTreeMap::new();
+    nodes_by_path(full.as_array().unwrap(), &mut nodes);
+    let subset = embedded_subset();
+    let mut methods = 0;
+    for entry in &subset {
+        let path = entry["path"].as_str().unwrap();
+        let node = nodes
+            .get(path)
+            .unwrap_or_else(|| panic!("{path}: not in apidata.json"));
+        for (method, schema) in entry["info"].as_object().unwrap() {
+            assert!(
+                &node["info"][method] == schema,
+                "pve-sim/schema/endpoints-9.1.json: {method} {path} differs from apidata.json"
+            );
+            methods += 1;
+        }
+    }
+    assert_eq!(methods, 43, "the fleet uses 43 PVE methods");
 }
 
 #[test]
@@ -68,10 +104,8 @@ fn every_simulator_route_exists_in_both_schemas() {
 
 #[test]
 fn client_catalog_covers_every_method_the_fleet_uses() {
-    let subset: serde_json::Value =
-        serde_json::from_str(&read_shared("pve-api/endpoints-subset.json")).unwrap();
     let mut wanted = BTreeSet::new();
-    for e in subset.as_array().unwrap() {
+    for e in &embedded_subset() {
         for m in e["info"].as_object().unwrap().keys() {
             wanted.insert((m.clone(), e["path"].as_str().unwrap().to_string()));
         }

@@ -216,7 +216,9 @@ async fn a_client_without_certificate_is_refused_on_every_service_but_join() {
     // Join admits it (and only it: a certificate holder is refused there).
     let joiner = dial_without_certificate(&ca, server.addr, Service::Join).await;
     let (mut send, mut recv) = bounded(joiner.open_bi()).await.unwrap();
-    let request = transport::frame::encode_request("test.echo", &echo("new node"), 1024).unwrap();
+    let request =
+        transport::frame::encode_request(&echo("new node"), protocol::version::CURRENT, 1024)
+            .unwrap();
     send.write_all(&request).await.unwrap();
     send.finish().unwrap();
     let payload = bounded(transport::frame::read_frame(&mut recv, 1024))
@@ -225,7 +227,7 @@ async fn a_client_without_certificate_is_refused_on_every_service_but_join() {
     let body = transport::frame::decode::<transport::frame::ResponseEnvelope>(&payload)
         .unwrap()
         .unwrap();
-    let reply: EchoReply = transport::frame::decode(&body).unwrap();
+    let reply = transport::versioned_body::decode_response::<Echo>(&body).unwrap();
     assert_eq!((reply.caller, reply.service), (None, Service::Join));
 
     let member = client(&ca.leaf(Role::Coordinator, 2));

@@ -52,6 +52,8 @@ pub(crate) fn status() -> ClusterStatusReply {
         is_leader,
         matched_index: matched,
         lag,
+        // The learner has not reported its build yet.
+        versions: (role == MemberRole::Voter).then(protocol::version::VersionRange::this_build),
     };
     ClusterStatusReply {
         cluster_id: "lab".into(),
@@ -60,6 +62,7 @@ pub(crate) fn status() -> ClusterStatusReply {
         term: 7,
         commit_index: 1042,
         applied_index: 1041,
+        cluster_version: protocol::version::CURRENT,
         members: vec![
             member(
                 1,

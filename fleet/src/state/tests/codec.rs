@@ -3,6 +3,8 @@
 use protocol::fleet::{EventKind, EventLevel};
 
 use super::{Fleet, pool_spec, vm_with_pools};
+use protocol::version::{CURRENT, OLDEST, Version};
+
 use crate::state::{
     CodecError, Command, CommandReply, EVENT_LOG_CAPACITY, StateError, decode_command,
     decode_reply, decode_snapshot, encode_command, encode_reply, encode_snapshot,
@@ -76,19 +78,21 @@ fn busy_fleet() -> Fleet {
 #[test]
 fn a_snapshot_restores_an_identical_state() {
     let f = busy_fleet();
-    let bytes = encode_snapshot(&f.state).unwrap();
-    assert_eq!(bytes[0], crate::state::SNAPSHOT_FORMAT);
-    let restored = decode_snapshot(&bytes).unwrap();
-    assert_eq!(restored, f.state);
-    assert_eq!(encode_snapshot(&restored).unwrap(), bytes);
+    for version in Version::supported() {
+        let bytes = encode_snapshot(&f.state, version).unwrap();
+        assert_eq!(bytes[..2], version.0.to_be_bytes());
+        let restored = decode_snapshot(&bytes).unwrap();
+        assert_eq!(restored, f.state);
+        assert_eq!(encode_snapshot(&restored, version).unwrap(), bytes);
+    }
 }
 
 #[test]
 fn corrupt_snapshots_and_commands_are_refused_not_misread() {
     let f = busy_fleet();
-    let good = encode_snapshot(&f.state).unwrap();
+    let good = encode_snapshot(&f.state, CURRENT).unwrap();
     let mut wrong_format = good.clone();
-    wrong_format[0] = 9;
+    wrong_format[..2].copy_from_slice(&(CURRENT.0 + 1).to_be_bytes());
     let mut trailing = good.clone();
     trailing.push(0);
     let cases: [(&str, &[u8]); 4] = [
@@ -100,16 +104,48 @@ fn corrupt_snapshots_and_commands_are_refused_not_misread() {
     for (what, bytes) in cases {
         let e = decode_snapshot(bytes).expect_err(what);
         match (what, &e) {
-            ("empty", CodecError::Empty { .. })
-            | ("format", CodecError::Format { found: 9, .. }) => {}
+            ("empty", CodecError::Empty { .. }) | ("format", CodecError::Unsupported { .. }) => {}
             ("truncated" | "trailing", CodecError::Malformed { .. }) => {}
             _ => panic!("{what}: {e}"),
         }
     }
     assert!(matches!(
-        decode_command(&[1, 0xff, 0xff]),
+        decode_command(&[0, 1, 0xff, 0xff]),
         Err(CodecError::Malformed { .. })
     ));
+    let unknown = decode_command(&[0xff, 0xff, 0]).unwrap_err();
+    assert!(
+        matches!(unknown, CodecError::Unsupported { .. }),
+        "{unknown}"
+    );
+    assert!(
+        unknown.to_string().contains("run a release that reads"),
+        "{unknown}"
+    );
+    assert!(matches!(
+        encode_snapshot(&f.state, Version(CURRENT.0 + 1)),
+        Err(CodecError::Unsupported { .. })
+    ));
+}
+
+#[test]
+fn a_command_is_written_at_the_cluster_version_and_never_above_what_it_names() {
+    let cmd = Command::SetClusterVersion {
+        version: OLDEST,
+        now: 1,
+    };
+    for version in Version::supported().filter(|&v| v >= cmd.since()) {
+        let bytes = encode_command(&cmd, version).unwrap();
+        assert_eq!(bytes[..2], version.0.to_be_bytes());
+        assert_eq!(decode_command(&bytes).unwrap(), cmd);
+    }
+    if OLDEST > Version(0) {
+        let below = Version(OLDEST.0 - 1);
+        assert!(
+            encode_command(&cmd, below).is_err(),
+            "{below} is not written"
+        );
+    }
 }
 
 #[test]
@@ -122,7 +158,7 @@ fn commands_and_replies_round_trip_as_bytes() {
         },
         now: 1,
     };
-    let bytes = encode_command(&cmd).unwrap();
+    let bytes = encode_command(&cmd, CURRENT).unwrap();
     assert_eq!(decode_command(&bytes).unwrap(), cmd);
     let r = CommandReply::Refused(StateError::Conflict("x".into()));
     assert_eq!(decode_reply(&encode_reply(&r).unwrap()).unwrap(), r);
@@ -133,7 +169,7 @@ fn commands_and_replies_round_trip_as_bytes() {
 fn applying_the_same_commands_twice_gives_identical_bytes() {
     let run = || {
         let f = busy_fleet();
-        (encode_snapshot(&f.state).unwrap(), f.state.view())
+        (encode_snapshot(&f.state, CURRENT).unwrap(), f.state.view())
     };
     let (a, view_a) = run();
     let (b, view_b) = run();

@@ -9,6 +9,7 @@ mod codec;
 mod property;
 mod spec_file;
 mod tokens;
+mod versions;
 mod vms;
 
 use protocol::spec::{IpPoolSpec, NicIp, NicSpec, VmSpec, VmidRangeSpec};

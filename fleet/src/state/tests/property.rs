@@ -169,7 +169,7 @@ fn the_same_seed_replays_to_the_same_state() {
             f.now += 1;
             f.run(cmd);
         }
-        crate::state::encode_snapshot(&f.state).unwrap()
+        crate::state::encode_snapshot(&f.state, protocol::version::CURRENT).unwrap()
     };
     assert_eq!(play(7), play(7));
     assert_ne!(play(7), play(8));

@@ -98,7 +98,10 @@ fn a_file_with_several_vms_parses_into_typed_specs() {
         spec: Box::new(web.clone()),
         now: 1,
     };
-    assert_eq!(decode_command(&encode_command(&cmd).unwrap()).unwrap(), cmd);
+    assert_eq!(
+        decode_command(&encode_command(&cmd, protocol::version::CURRENT).unwrap()).unwrap(),
+        cmd
+    );
 }
 
 #[test]

@@ -25,8 +25,14 @@ pub fn pad_command(bytes: u32) -> Vec<u8> {
     command
 }
 
+/// A command the test machine cannot read (as a newer build's command would be).
+pub const UNREADABLE: &[u8] = b"unreadable";
+
 impl Machine for ListMachine {
-    fn apply(&mut self, index: u64, command: &[u8]) -> Vec<u8> {
+    fn apply(&mut self, index: u64, command: &[u8]) -> Result<Vec<u8>, String> {
+        if command == UNREADABLE {
+            return Err(format!("entry {index} is not a command this machine reads"));
+        }
         if let Some(len) = command.strip_prefix(PAD) {
             let len = u32::from_be_bytes(len.try_into().unwrap());
             let start = self.padding.len();
@@ -34,10 +40,10 @@ impl Machine for ListMachine {
                 .extend((0..len as usize).map(|i| ((start + i) as u64 ^ index) as u8));
         }
         self.items.push((index, command.to_vec()));
-        (self.items.len() as u64).to_be_bytes().to_vec()
+        Ok((self.items.len() as u64).to_be_bytes().to_vec())
     }
 
-    fn snapshot(&self) -> Vec<u8> {
+    fn snapshot(&self) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
         out.extend_from_slice(&(self.items.len() as u64).to_be_bytes());
         for (index, command) in &self.items {
@@ -46,7 +52,7 @@ impl Machine for ListMachine {
             out.extend_from_slice(command);
         }
         out.extend_from_slice(&self.padding);
-        out
+        Ok(out)
     }
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {

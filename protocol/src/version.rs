@@ -1,0 +1,99 @@
+//! Versions of the fleet's encodings: wire messages, replicated commands and snapshots share
+//! one number. A build reads and writes every version from [`OLDEST`] to [`CURRENT`]; what it
+//! writes is chosen by the reader:
+//!
+//! - on the wire, a call is sent at the newest version both ends know (a peer that refuses a
+//!   newer one says which it reads, and the call is sent again at that version);
+//! - in the Raft log and in snapshots, at the **cluster version**: the newest version every
+//!   member has reported, which the leader raises only once all of them run a build that reads
+//!   it (etcd's cluster version). A command that only a newer version can carry is refused
+//!   until then, so no member is ever asked to apply what it cannot read.
+//!
+//! A type whose layout changes bumps [`CURRENT`] and keeps an explicit decoder (and encoder)
+//! for every older version still in `OLDEST..=CURRENT`; the golden encodings checked in per
+//! version prove that a later build still reads them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// One version of the encodings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Version(pub u16);
+
+/// The oldest version this build reads and can still write.
+pub const OLDEST: Version = Version(1);
+
+/// The newest version this build reads and writes.
+pub const CURRENT: Version = Version(1);
+
+impl Version {
+    /// Whether this build reads and writes `self`.
+    pub fn is_supported(self) -> bool {
+        (OLDEST..=CURRENT).contains(&self)
+    }
+
+    /// Every version this build supports, oldest first.
+    pub fn supported() -> impl Iterator<Item = Version> {
+        (OLDEST.0..=CURRENT.0).map(Version)
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}", self.0)
+    }
+}
+
+/// The versions a build supports, as members report them to the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct VersionRange {
+    /// The oldest version it reads and writes.
+    pub oldest: Version,
+    /// The newest version it reads and writes.
+    pub newest: Version,
+}
+
+impl VersionRange {
+    /// What this build supports.
+    pub const fn this_build() -> VersionRange {
+        VersionRange {
+            oldest: OLDEST,
+            newest: CURRENT,
+        }
+    }
+
+    /// Whether a build of this range reads and writes `v`.
+    pub fn contains(self, v: Version) -> bool {
+        (self.oldest..=self.newest).contains(&v)
+    }
+}
+
+impl fmt::Display for VersionRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.oldest == self.newest {
+            write!(f, "{}", self.newest)
+        } else {
+            write!(f, "{}..={}", self.oldest, self.newest)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_build_supports_its_own_range_and_nothing_outside() {
+        assert!(OLDEST <= CURRENT);
+        assert!(OLDEST.is_supported() && CURRENT.is_supported());
+        assert!(!Version(CURRENT.0 + 1).is_supported());
+        assert!(!Version(0).is_supported());
+        assert_eq!(
+            Version::supported().count(),
+            usize::from(CURRENT.0 - OLDEST.0 + 1)
+        );
+        assert!(VersionRange::this_build().contains(CURRENT));
+    }
+}

@@ -1,0 +1,1014 @@
+//! Golden encodings: one sample of every wire message (each request and response of every
+//! method the admin, agent, join and raft services serve, and the frame envelopes) and of every
+//! replicated command, plus a snapshot of a fleet holding something of every kind. The bytes of
+//! each sample are checked in per encoding version under `tests/golden/vN/`; every later build
+//! must decode them and write them back identically at their version (`tests/it/golden.rs`),
+//! which is what lets old and new builds share a cluster during a rolling upgrade.
+//!
+//! Samples are deterministic (fixed times, ids and secrets): the same build always writes the
+//! same bytes.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use fleet::state::{Command, CommandReply, FleetState};
+use protocol::Rpc;
+use protocol::admin::{self, ReadMode};
+use protocol::agent::{
+    AgentCommand, CommandFailure, CommandOutput, CommandResult, DeleteVm, EnsureVm, FailureKind,
+    Heartbeat, HeartbeatAck, HostResources, Inventory, ObservedVm, Op, PowerAction, PowerOp,
+    SnapshotAction, SnapshotInfo, SnapshotOp, VmObservation,
+};
+use protocol::fleet::{
+    Capacity, EventKind, EventLevel, HostFacts, HostState, Member, MemberRole, Settings,
+    StoredToken, VmStatus,
+};
+use protocol::join::{JoinRequest, JoinResponse, RenewRequest, RenewResponse};
+use protocol::spec::{DesiredState, IpPoolSpec, NicIp, NicSpec, VipSpec, VmSpec, VmidRangeSpec};
+use protocol::version::{Version, VersionRange};
+use transport::frame::RequestEnvelope;
+use transport::{RemoteCode, RemoteError};
+
+/// The fixed clock of every sample (unix milliseconds).
+const NOW: u64 = 1_800_000_000_000;
+
+/// Encodes the sample at a version (`None`: the sample does not exist at that version).
+type EncodeFn = Box<dyn Fn(Version) -> Option<Result<Vec<u8>, String>>>;
+/// Decodes bytes written at a version and writes the value again at that version.
+type ReencodeFn = Box<dyn Fn(Version, &[u8]) -> Result<Vec<u8>, String>>;
+
+/// One golden sample.
+pub struct Golden {
+    /// Its file name under `tests/golden/vN/` (without `.hex`).
+    pub name: String,
+    /// The sample's bytes at a version.
+    pub encode: EncodeFn,
+    /// Decode then encode again at the same version.
+    pub reencode: ReencodeFn,
+}
+
+impl std::fmt::Debug for Golden {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// Every sample: wire requests and responses, envelopes, replicated commands, the snapshot.
+pub fn samples() -> Vec<Golden> {
+    let mut out = Vec::new();
+    wire_samples(&mut out);
+    envelope_samples(&mut out);
+    let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+    for cmd in commands() {
+        // A command kind sampled more than once gets `.2`, `.3`... after its name.
+        let n = seen.entry(cmd.name()).or_default();
+        *n += 1;
+        let suffix = if *n == 1 {
+            String::new()
+        } else {
+            format!(".{n}")
+        };
+        out.push(command_sample(cmd, &suffix));
+    }
+    out.push(snapshot_sample());
+    let names: BTreeSet<&str> = out.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names.len(), out.len(), "golden sample names must be unique");
+    out
+}
+
+/// The method names the wire samples cover.
+pub fn sampled_methods() -> BTreeSet<String> {
+    samples()
+        .iter()
+        .filter_map(|g| g.name.strip_prefix("wire."))
+        .filter_map(|n| n.strip_suffix(".request"))
+        .map(str::to_string)
+        .collect()
+}
+
+fn rpc<R: Rpc>(out: &mut Vec<Golden>, req: R, resp: R::Response) {
+    out.push(Golden {
+        name: format!("wire.{}.request", R::METHOD),
+        encode: Box::new(move |v| Some(req.encode_at(v).map_err(|e| e.to_string()))),
+        reencode: Box::new(|v, bytes| {
+            let value = R::decode_at(v, bytes).map_err(|e| e.to_string())?;
+            value.encode_at(v).map_err(|e| e.to_string())
+        }),
+    });
+    out.push(Golden {
+        name: format!("wire.{}.response", R::METHOD),
+        encode: Box::new(move |v| Some(R::encode_response_at(&resp, v).map_err(|e| e.to_string()))),
+        reencode: Box::new(|v, bytes| {
+            let value = R::decode_response_at(v, bytes).map_err(|e| e.to_string())?;
+            R::encode_response_at(&value, v).map_err(|e| e.to_string())
+        }),
+    });
+}
+
+/// A plain serde value: its layout has no version of its own (the frame envelopes).
+fn plain<T>(name: &str, value: T) -> Golden
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + 'static,
+{
+    Golden {
+        name: name.to_string(),
+        encode: Box::new(move |_| {
+            Some(protocol::encoding::encode(&value).map_err(|e| e.to_string()))
+        }),
+        reencode: Box::new(|_, bytes| {
+            let value: T = protocol::encoding::decode(bytes).map_err(|e| e.to_string())?;
+            protocol::encoding::encode(&value).map_err(|e| e.to_string())
+        }),
+    }
+}
+
+fn command_sample(cmd: Command, suffix: &str) -> Golden {
+    Golden {
+        name: format!("log.{}{suffix}", cmd.name()),
+        encode: Box::new(move |v| {
+            (cmd.since() <= v)
+                .then(|| fleet::state::encode_command(&cmd, v).map_err(|e| e.to_string()))
+        }),
+        reencode: Box::new(|v, bytes| {
+            let cmd = fleet::state::decode_command(bytes).map_err(|e| e.to_string())?;
+            fleet::state::encode_command(&cmd, v).map_err(|e| e.to_string())
+        }),
+    }
+}
+
+fn snapshot_sample() -> Golden {
+    let state = sample_state();
+    Golden {
+        name: "snapshot.fleet".to_string(),
+        encode: Box::new(move |v| {
+            Some(fleet::state::encode_snapshot(&state, v).map_err(|e| e.to_string()))
+        }),
+        reencode: Box::new(|v, bytes| {
+            let state = fleet::state::decode_snapshot(bytes).map_err(|e| e.to_string())?;
+            fleet::state::encode_snapshot(&state, v).map_err(|e| e.to_string())
+        }),
+    }
+}
+
+fn envelope_samples(out: &mut Vec<Golden>) {
+    out.push(plain(
+        "envelope.request",
+        RequestEnvelope {
+            method: "admin.vm_get".into(),
+            body: vec![0, 1, 3, b'w', b'e', b'b', 0],
+        },
+    ));
+    let replies: Vec<(&str, Result<Vec<u8>, RemoteError>)> = vec![
+        ("ok", Ok(vec![0, 1, 7])),
+        (
+            "bad-request",
+            Err(RemoteError::bad_request("spec.memory_mib")),
+        ),
+        ("unknown-method", Err(RemoteError::unknown_method("no"))),
+        (
+            "not-leader",
+            Err(RemoteError::not_leader(Some((2, "10.0.0.2:7400".into())))),
+        ),
+        ("unauthorized", Err(RemoteError::unauthorized("revoked"))),
+        ("not-found", Err(RemoteError::not_found("vm web"))),
+        ("conflict", Err(RemoteError::conflict("vmid 100"))),
+        ("unavailable", Err(RemoteError::unavailable("no quorum"))),
+        ("internal", Err(RemoteError::internal("bug"))),
+        (
+            "unsupported-version",
+            Err(RemoteError::new(
+                RemoteCode::UnsupportedVersion {
+                    oldest: 1,
+                    newest: 1,
+                },
+                "v9",
+            )),
+        ),
+    ];
+    for (name, reply) in replies {
+        out.push(plain(&format!("envelope.response.{name}"), reply));
+    }
+}
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().expect("a sample address")
+}
+
+fn vm_spec() -> VmSpec {
+    let mut spec = VmSpec::new("web", 2048);
+    spec.cloud_init = Some(Default::default());
+    spec.nics = vec![NicSpec {
+        model: Default::default(),
+        bridge: "vmbr0".into(),
+        vlan: Some(100),
+        mac: None,
+        firewall: true,
+        mtu: None,
+        ip: Some(NicIp::Pool("lan".into())),
+    }];
+    spec.placement.labels.insert("zone".into(), "a".into());
+    spec
+}
+
+fn pool_spec() -> IpPoolSpec {
+    IpPoolSpec {
+        name: "lan".into(),
+        cidr: "10.0.0.0/24".into(),
+        gateway: Some("10.0.0.1".into()),
+        range_start: "10.0.0.10".into(),
+        range_end: "10.0.0.99".into(),
+        dns: vec!["10.0.0.53".into()],
+    }
+}
+
+fn range_spec() -> VmidRangeSpec {
+    VmidRangeSpec {
+        name: "prod".into(),
+        start: 1000,
+        end: 1999,
+    }
+}
+
+fn vip_spec() -> VipSpec {
+    VipSpec {
+        name: "api".into(),
+        address: "10.0.0.200/24".into(),
+        interface: "vmbr0".into(),
+        hosts: vec!["pve-a".into()],
+    }
+}
+
+fn facts() -> HostFacts {
+    HostFacts {
+        pve_version: "9.1.1".into(),
+        storages: vec![protocol::agent::StorageInfo {
+            id: "local-lvm".into(),
+            kind: "lvmthin".into(),
+            content: ["images".to_string()].into(),
+            shared: false,
+            active: true,
+            total_bytes: 100 << 30,
+            available_bytes: 60 << 30,
+        }],
+        bridges: ["vmbr0".to_string()].into(),
+        templates: vec![protocol::agent::TemplateInfo {
+            vmid: 9000,
+            name: "debian-12".into(),
+        }],
+        foreign_vmids: vec![100, 101],
+        updated_at: NOW,
+    }
+}
+
+fn member(id: u64) -> Member {
+    Member {
+        id,
+        addr: format!("10.0.0.{id}:7400"),
+        role: MemberRole::Voter,
+    }
+}
+
+fn token() -> StoredToken {
+    StoredToken {
+        id: "abc123".into(),
+        secret_sha256: "ab".repeat(32),
+        role: protocol::Role::Agent,
+        created_at: NOW,
+        expires_at: NOW + 3_600_000,
+        uses_left: Some(1),
+        revoked: false,
+    }
+}
+
+/// One command of every kind, in an order that the state machine accepts from an empty fleet
+/// (so applying them gives the sample state). Variants are listed in declaration order.
+pub fn commands() -> Vec<Command> {
+    let now = NOW;
+    vec![
+        Command::AddMember {
+            member: member(1),
+            now,
+        },
+        Command::AddMember {
+            member: member(2),
+            now,
+        },
+        Command::PutVmidRange {
+            spec: range_spec(),
+            now,
+        },
+        Command::PutPool {
+            spec: pool_spec(),
+            now,
+        },
+        Command::RegisterHost {
+            id: 3,
+            name: "pve-a".into(),
+            labels: [("zone".to_string(), "a".to_string())].into(),
+            capacity: Capacity {
+                cpus: 16,
+                memory_mib: 65_536,
+            },
+            now,
+        },
+        Command::SetHostState {
+            id: 3,
+            state: HostState::Online,
+            now,
+        },
+        Command::SetHostFacts {
+            id: 3,
+            facts: Box::new(facts()),
+        },
+        Command::PutVm {
+            spec: Box::new(vm_spec()),
+            now,
+        },
+        Command::AllocateVmid {
+            vm: "web".into(),
+            avoid: vec![1000],
+            now,
+        },
+        Command::AllocateIps {
+            vm: "web".into(),
+            now,
+        },
+        Command::ScheduleVm {
+            name: "web".into(),
+            host: Some(3),
+            expected: None,
+            now,
+        },
+        Command::SetVmStatus {
+            name: "web".into(),
+            status: VmStatus {
+                current_host: Some(3),
+                ips: vec![ip("10.0.0.10")],
+                message: "running".into(),
+                observed_generation: 1,
+                updated_at: NOW,
+                ..Default::default()
+            },
+            now,
+        },
+        Command::SetVmState {
+            name: "web".into(),
+            state: DesiredState::Running,
+            now,
+        },
+        Command::ReleaseStaleIps {
+            vm: "web".into(),
+            now,
+        },
+        Command::AllocateIp {
+            pool: "lan".into(),
+            owner: "router".into(),
+            now,
+        },
+        Command::ReleaseIp {
+            pool: "lan".into(),
+            address: ip("10.0.0.11"),
+            now,
+        },
+        Command::PutVip {
+            spec: vip_spec(),
+            now,
+        },
+        Command::SetVipOwner {
+            name: "api".into(),
+            owner: Some(3),
+            expected_epoch: 0,
+            now,
+        },
+        Command::AddTokenRecord { record: token() },
+        Command::UseToken {
+            id: "abc123".into(),
+            secret_sha256: "ab".repeat(32),
+            now,
+        },
+        Command::RevokeToken {
+            id: "abc123".into(),
+            now,
+        },
+        Command::PutSettings {
+            settings: Settings {
+                default_vmid_range: Some("prod".into()),
+                max_vms_per_host: Some(50),
+                ..Settings::default()
+            },
+            now,
+        },
+        Command::RecordEvent {
+            level: EventLevel::Warning,
+            kind: EventKind::Vm,
+            subject: "web".into(),
+            message: "slow to start".into(),
+            now,
+        },
+        Command::ReportVersions {
+            id: 1,
+            versions: VersionRange::this_build(),
+            now,
+        },
+        Command::SetClusterVersion {
+            version: protocol::version::OLDEST,
+            now,
+        },
+        Command::PutVm {
+            spec: Box::new(VmSpec::new("old", 512)),
+            now,
+        },
+        Command::AllocateVmid {
+            vm: "old".into(),
+            avoid: vec![],
+            now,
+        },
+        Command::DeleteVm {
+            name: "old".into(),
+            now,
+        },
+        Command::ReleaseVm {
+            name: "old".into(),
+            now,
+        },
+        Command::PutVmidRange {
+            spec: VmidRangeSpec {
+                name: "spare".into(),
+                start: 5000,
+                end: 5099,
+            },
+            now,
+        },
+        Command::DeleteVmidRange {
+            name: "spare".into(),
+            now,
+        },
+        Command::PutPool {
+            spec: IpPoolSpec {
+                name: "spare".into(),
+                cidr: "10.9.0.0/24".into(),
+                gateway: None,
+                range_start: "10.9.0.10".into(),
+                range_end: "10.9.0.20".into(),
+                dns: vec![],
+            },
+            now,
+        },
+        Command::DeletePool {
+            name: "spare".into(),
+            now,
+        },
+        Command::PutVip {
+            spec: VipSpec {
+                name: "spare".into(),
+                address: "10.0.0.201/24".into(),
+                ..vip_spec()
+            },
+            now,
+        },
+        Command::DeleteVip {
+            name: "spare".into(),
+            now,
+        },
+        Command::AddMember {
+            member: member(4),
+            now,
+        },
+        Command::RemoveMember { id: 4, now },
+    ]
+}
+
+/// The fleet the sample commands build (every command must be accepted).
+pub fn sample_state() -> FleetState {
+    let mut state = FleetState::new();
+    for (i, cmd) in commands().into_iter().enumerate() {
+        let name = cmd.name();
+        let index = u64::try_from(i).expect("few commands") + 1;
+        if let CommandReply::Refused(e) = state.apply(index, cmd) {
+            panic!("sample command {index} ({name}) was refused: {e}");
+        }
+    }
+    state
+}
+
+fn heartbeat() -> Heartbeat {
+    Heartbeat {
+        host_name: "pve-a".into(),
+        labels: [("zone".to_string(), "a".to_string())].into(),
+        boot_id: 42,
+        seq: 7,
+        inventory: Some(Inventory {
+            resources: HostResources {
+                cpus: 16,
+                memory_total_bytes: 64 << 30,
+                memory_used_bytes: 8 << 30,
+                load_milli: [100, 200, 300],
+                disks: vec![],
+            },
+            vms: vec![ObservedVm {
+                vmid: 1001,
+                name: "web".into(),
+                tags: vec!["pvefleet".into()],
+                owned: true,
+                status: "running".into(),
+                lock: None,
+                cpus: 2,
+                memory_bytes: 2 << 30,
+            }],
+            ..Default::default()
+        }),
+        results: vec![
+            CommandResult {
+                id: "c1".into(),
+                outcome: Ok(CommandOutput::Vm(VmObservation {
+                    vmid: 1001,
+                    generation: 1,
+                    running: true,
+                    ips: vec![ip("10.0.0.10")],
+                    pending_restart: vec![],
+                    digest: "d1".into(),
+                })),
+            },
+            CommandResult {
+                id: "c2".into(),
+                outcome: Ok(CommandOutput::Deleted { existed: true }),
+            },
+            CommandResult {
+                id: "c3".into(),
+                outcome: Ok(CommandOutput::Snapshots(vec![snapshot_info()])),
+            },
+            CommandResult {
+                id: "c4".into(),
+                outcome: Err(CommandFailure {
+                    kind: FailureKind::Permanent,
+                    step: "start".into(),
+                    message: "no".into(),
+                }),
+            },
+        ],
+        running: vec!["c5".into()],
+    }
+}
+
+fn snapshot_info() -> SnapshotInfo {
+    SnapshotInfo {
+        name: "before".into(),
+        description: "before the upgrade".into(),
+        parent: None,
+        taken_at: Some(1_800_000_000),
+        vmstate: false,
+    }
+}
+
+fn heartbeat_ack() -> HeartbeatAck {
+    let state = sample_state();
+    let web = state.vm("web").expect("web is in the sample state");
+    HeartbeatAck {
+        leader: 1,
+        term: 3,
+        lease_ms: 10_000,
+        need_inventory: false,
+        acked_results: vec!["c1".into()],
+        commands: vec![
+            AgentCommand {
+                id: "e1".into(),
+                op: Op::Ensure(Box::new(EnsureVm {
+                    spec: web.spec.clone(),
+                    generation: 1,
+                    vmid: 1001,
+                    ips: web.assignment.ips.clone(),
+                    pool_dns: vec!["10.0.0.53".into()],
+                    ip_wait_secs: 60,
+                })),
+            },
+            AgentCommand {
+                id: "d1".into(),
+                op: Op::Delete(DeleteVm {
+                    name: "old".into(),
+                    vmid: 1002,
+                }),
+            },
+            AgentCommand {
+                id: "p1".into(),
+                op: Op::Power(PowerOp {
+                    name: "web".into(),
+                    vmid: 1001,
+                    action: PowerAction::Restart { timeout_secs: 60 },
+                }),
+            },
+            AgentCommand {
+                id: "s1".into(),
+                op: Op::Snapshot(SnapshotOp {
+                    name: "web".into(),
+                    vmid: 1001,
+                    action: SnapshotAction::Create {
+                        snapshot: "before".into(),
+                        description: "x".into(),
+                        vmstate: false,
+                    },
+                }),
+            },
+        ],
+    }
+}
+
+fn raft_samples(out: &mut Vec<Golden>) {
+    use openraft::error::{InstallSnapshotError, RaftError, SnapshotMismatch};
+    use openraft::raft::{
+        AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, VoteRequest,
+        VoteResponse,
+    };
+    use openraft::{CommittedLeaderId, EntryPayload, LogId, Membership, SnapshotMeta, Vote};
+    use raft::network::messages::{AppendEntriesRpc, InstallSnapshotRpc, VoteRpc};
+    use raft::types::Entry;
+
+    let vote = Vote::new_committed(4, 2);
+    let log_id = |term, index| LogId::new(CommittedLeaderId::new(term, 1), index);
+    let command = fleet::state::encode_command(&commands()[0], protocol::version::OLDEST)
+        .expect("a sample command encodes");
+    let members = std::collections::BTreeMap::from([(
+        1,
+        raft::MemberNode {
+            addr: "10.0.0.1:7400".into(),
+        },
+    )]);
+    let entries = vec![
+        Entry {
+            log_id: log_id(4, 9),
+            payload: EntryPayload::Blank,
+        },
+        Entry {
+            log_id: log_id(4, 10),
+            payload: EntryPayload::Normal(raft::Command(command)),
+        },
+        Entry {
+            log_id: log_id(4, 11),
+            payload: EntryPayload::Membership(Membership::new(
+                vec![BTreeSet::from([1])],
+                members.clone(),
+            )),
+        },
+    ];
+    rpc(
+        out,
+        AppendEntriesRpc(AppendEntriesRequest {
+            vote,
+            prev_log_id: Some(log_id(3, 8)),
+            entries,
+            leader_commit: Some(log_id(3, 8)),
+        }),
+        Ok(AppendEntriesResponse::Conflict),
+    );
+    rpc(
+        out,
+        VoteRpc(VoteRequest {
+            vote,
+            last_log_id: Some(log_id(3, 8)),
+        }),
+        Ok(VoteResponse {
+            vote,
+            vote_granted: true,
+            last_log_id: Some(log_id(3, 8)),
+        }),
+    );
+    rpc(
+        out,
+        InstallSnapshotRpc(InstallSnapshotRequest {
+            vote,
+            meta: SnapshotMeta {
+                last_log_id: Some(log_id(4, 11)),
+                last_membership: openraft::StoredMembership::new(
+                    Some(log_id(4, 11)),
+                    Membership::new(vec![BTreeSet::from([1])], members),
+                ),
+                snapshot_id: "4-11".into(),
+            },
+            offset: 0,
+            data: vec![0, 1, 2, 3],
+            done: true,
+        }),
+        Err(RaftError::APIError(InstallSnapshotError::SnapshotMismatch(
+            SnapshotMismatch {
+                expect: openraft::SnapshotSegmentId {
+                    id: "a".into(),
+                    offset: 0,
+                },
+                got: openraft::SnapshotSegmentId {
+                    id: "a".into(),
+                    offset: 9,
+                },
+            },
+        ))),
+    );
+}
+
+fn wire_samples(out: &mut Vec<Golden>) {
+    raft_samples(out);
+    let state = sample_state();
+    let view = state.view();
+    let web = state.vm("web").expect("web").clone();
+    let read = ReadMode::Linearizable;
+    let done = admin::Done {};
+    let applied = admin::ApplyReply {
+        outcome: admin::ApplyOutcome::Updated,
+    };
+
+    rpc(
+        out,
+        JoinRequest {
+            token: "pvf1.ab.abc123.secret".into(),
+            csr_pem: "-----BEGIN CERTIFICATE REQUEST-----".into(),
+            addr: Some("10.0.0.5:7400".into()),
+        },
+        JoinResponse {
+            node_id: 5,
+            cert_pem: "cert".into(),
+            ca_pem: "ca".into(),
+            cluster_id: "lab".into(),
+            members: vec![(1, "10.0.0.1:7400".into())],
+            ca_key_pem: None,
+        },
+    );
+    rpc(
+        out,
+        RenewRequest {
+            csr_pem: "csr".into(),
+        },
+        RenewResponse {
+            cert_pem: "cert".into(),
+        },
+    );
+    rpc(out, heartbeat(), heartbeat_ack());
+
+    rpc(
+        out,
+        admin::ClusterStatus {},
+        admin::ClusterStatusReply {
+            cluster_id: "lab".into(),
+            node_id: 1,
+            leader: Some(1),
+            term: 3,
+            commit_index: 40,
+            applied_index: 40,
+            members: vec![admin::MemberStatus {
+                id: 1,
+                addr: "10.0.0.1:7400".into(),
+                role: MemberRole::Voter,
+                is_leader: true,
+                matched_index: Some(40),
+                lag: Some(0),
+                versions: Some(VersionRange::this_build()),
+            }],
+            cluster_version: protocol::version::OLDEST,
+        },
+    );
+    rpc(
+        out,
+        admin::MemberList { read },
+        admin::MemberListReply {
+            members: view.members.clone(),
+        },
+    );
+    rpc(out, admin::MemberRemove { id: 4 }, done);
+    rpc(
+        out,
+        admin::MemberPromote {
+            id: 2,
+            addr: "10.0.0.2:7400".into(),
+        },
+        admin::MemberPromoteReply {
+            role: MemberRole::Voter,
+        },
+    );
+    rpc(
+        out,
+        admin::MemberReportVersions {
+            id: 2,
+            versions: VersionRange::this_build(),
+        },
+        done,
+    );
+    rpc(
+        out,
+        admin::HostList {
+            read: ReadMode::Stale,
+        },
+        admin::HostListReply {
+            hosts: view.hosts.clone(),
+        },
+    );
+    rpc(
+        out,
+        admin::SettingsGet { read },
+        admin::SettingsReply {
+            settings: view.settings.clone(),
+        },
+    );
+    rpc(
+        out,
+        admin::SettingsPut {
+            settings: view.settings.clone(),
+        },
+        admin::SettingsReply {
+            settings: view.settings.clone(),
+        },
+    );
+    rpc(out, admin::FleetGet { read }, view.clone());
+    rpc(
+        out,
+        admin::VmApply { spec: vm_spec() },
+        admin::VmApplyReply {
+            outcome: admin::ApplyOutcome::Created,
+            generation: 1,
+        },
+    );
+    rpc(
+        out,
+        admin::VmList { read },
+        admin::VmListReply {
+            vms: view.vms.clone(),
+        },
+    );
+    rpc(
+        out,
+        admin::VmGet {
+            name: "web".into(),
+            read,
+        },
+        web,
+    );
+    rpc(
+        out,
+        admin::VmDelete { name: "web".into() },
+        admin::VmDeleteReply { removed: false },
+    );
+    rpc(
+        out,
+        admin::AllocateVmid { vm: "web".into() },
+        admin::AllocateVmidReply { vmid: 1001 },
+    );
+    rpc(
+        out,
+        admin::VmExplain { name: "web".into() },
+        admin::VmExplainReply {
+            vm: "web".into(),
+            placed_on: Some("pve-a".into()),
+            verdicts: vec![
+                admin::PlacementVerdict {
+                    host_id: 3,
+                    host_name: "pve-a".into(),
+                    filter: None,
+                    detail: "fits".into(),
+                    scores: Some(admin::PlacementScores {
+                        avg_cpu: 0.25,
+                        max_cpu: 0.5,
+                        avg_mem: 0.125,
+                        max_mem: 0.75,
+                        closeness: 0.875,
+                    }),
+                },
+                admin::PlacementVerdict {
+                    host_id: 4,
+                    host_name: "pve-b".into(),
+                    filter: Some("labels".into()),
+                    detail: "zone".into(),
+                    scores: None,
+                },
+            ],
+        },
+    );
+    rpc(
+        out,
+        admin::VmPower {
+            name: "web".into(),
+            request_id: "r1".into(),
+            action: admin::VmPowerAction::Restart,
+        },
+        admin::VmPowerReply {
+            generation: 2,
+            message: "restarted".into(),
+        },
+    );
+    rpc(
+        out,
+        admin::VmSnapshot {
+            name: "web".into(),
+            request_id: "r2".into(),
+            action: SnapshotAction::Rollback {
+                snapshot: "before".into(),
+                start: true,
+            },
+        },
+        admin::VmSnapshotReply {
+            vm: "web".into(),
+            snapshots: vec![snapshot_info()],
+        },
+    );
+    let host = view.hosts.first().cloned().expect("a sample host");
+    rpc(
+        out,
+        admin::HostStatus {},
+        admin::HostStatusReply {
+            hosts: vec![admin::HostStatusEntry {
+                host,
+                vm_count: 1,
+                vcpus: 2,
+                memory_mib: 2048,
+                last_seen_ms: Some(1200),
+                resources: heartbeat().inventory.map(|i| i.resources),
+            }],
+        },
+    );
+    rpc(
+        out,
+        admin::TokenCreate {
+            role: protocol::Role::Agent,
+            ttl_secs: Some(3600),
+            uses: Some(1),
+        },
+        admin::TokenCreateReply {
+            token: "pvf1.ab.abc123.secret".into(),
+            record: token().view(),
+        },
+    );
+    rpc(
+        out,
+        admin::TokenList { read },
+        admin::TokenListReply {
+            tokens: view.tokens.clone(),
+        },
+    );
+    rpc(
+        out,
+        admin::TokenRevoke {
+            id: "abc123".into(),
+        },
+        done,
+    );
+    rpc(
+        out,
+        admin::Events {
+            since: 0,
+            limit: Some(10),
+            read,
+        },
+        admin::EventsReply {
+            events: state.events_after(0, Some(5)),
+            first_seq: 1,
+            last_seq: view.last_event_seq,
+        },
+    );
+    rpc(out, admin::PoolApply { spec: pool_spec() }, applied);
+    rpc(
+        out,
+        admin::PoolList { read },
+        admin::PoolListReply {
+            pools: view.ip_pools.clone(),
+        },
+    );
+    rpc(out, admin::PoolDelete { name: "lan".into() }, done);
+    rpc(
+        out,
+        admin::AllocateIp {
+            pool: "lan".into(),
+            owner: "router".into(),
+        },
+        admin::AllocateIpReply {
+            address: ip("10.0.0.11"),
+            prefix_len: 24,
+            gateway: Some(ip("10.0.0.1")),
+        },
+    );
+    rpc(
+        out,
+        admin::ReleaseIp {
+            pool: "lan".into(),
+            address: ip("10.0.0.11"),
+        },
+        done,
+    );
+    rpc(out, admin::VmidRangeApply { spec: range_spec() }, applied);
+    rpc(
+        out,
+        admin::VmidRangeList { read },
+        admin::VmidRangeListReply {
+            ranges: view.vmid_ranges.clone(),
+        },
+    );
+    rpc(
+        out,
+        admin::VmidRangeDelete {
+            name: "prod".into(),
+        },
+        done,
+    );
+    rpc(out, admin::VipApply { spec: vip_spec() }, applied);
+    rpc(
+        out,
+        admin::VipList { read },
+        admin::VipListReply {
+            vips: view.vips.clone(),
+        },
+    );
+    rpc(out, admin::VipDelete { name: "api".into() }, done);
+}
