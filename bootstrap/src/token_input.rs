@@ -139,6 +139,25 @@ pub fn reads_stdin(token_file: Option<&Path>) -> bool {
     token_file.is_some_and(|p| p.as_os_str() == STDIN_PATH)
 }
 
+/// What a `join` command does: reads the token from `token_file` (`-`: this process's
+/// standard input, with a prompt on stderr when that is a terminal) or else from the
+/// environment variable [`JOIN_TOKEN_ENV`] ([`read_join_token`]).
+///
+/// # Errors
+/// As [`read_join_token`].
+pub fn read_join_token_of_process(token_file: Option<&Path>) -> Result<String, TokenInputError> {
+    use std::io::IsTerminal;
+    let stdin = std::io::stdin();
+    if reads_stdin(token_file) && stdin.is_terminal() {
+        eprint!("join token (paste it, then Enter): ");
+    }
+    read_join_token(
+        token_file,
+        std::env::var_os(JOIN_TOKEN_ENV),
+        &mut stdin.lock(),
+    )
+}
+
 /// Reads the join token text, trimmed: from `token_file` (`-`: the first line of `stdin`) if
 /// given, else from `env` (the value of [`JOIN_TOKEN_ENV`]). The text is not parsed here.
 pub fn read_join_token(

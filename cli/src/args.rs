@@ -55,6 +55,9 @@ pub enum Command {
     /// Join tokens for new agents and coordinators.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Operator identities: admin certificates, one per person or tool, revocable by id.
+    #[command(subcommand)]
+    Admin(AdminCommand),
     /// VMs (desired state, created or updated by name).
     #[command(subcommand)]
     Vm(VmCommand),
@@ -175,6 +178,43 @@ pub struct TokenCreateArgs {
     /// exactly one.
     #[arg(long, value_name = "N|unlimited", default_value = "1", value_parser = parse_uses)]
     pub uses: u32,
+}
+
+/// `pvefleet admin ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum AdminCommand {
+    /// List admin identities: when each was issued, when its certificate expires, how far
+    /// renewals may extend it, and whether it is revoked.
+    #[command(visible_alias = "list")]
+    Ls,
+    /// Add an admin: a key is made on this machine (only a signing request is sent), and the
+    /// key, its certificate, the CA and a configuration are written to a new directory to hand
+    /// to that person or tool.
+    Add(AdminAddArgs),
+    /// Revoke an admin: every certificate of its id is refused by every member from now on.
+    Revoke {
+        /// The admin's id (`pvefleet admin ls`).
+        id: NodeId,
+        /// Revoke even the admin this configuration uses: this command's own certificate is
+        /// refused from then on.
+        #[arg(long)]
+        yes_revoke_myself: bool,
+    },
+}
+
+/// `pvefleet admin add`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct AdminAddArgs {
+    /// Who or what the admin is for (1 to 64 printable characters, e.g. alice or ci-deploy).
+    pub name: String,
+    /// How long its certificate is valid (e.g. 7d, 24h; default: the cluster's, 30 days). It
+    /// renews itself while valid, up to the renewal bound the cluster sets.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub ttl: Option<Duration>,
+    /// The directory to write (created; refused if it exists and is not empty). Default:
+    /// `./pvefleet-admin-NAME`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `--uses N|unlimited`: a count of joins, `unlimited` as the wire's [`UNLIMITED_USES`].

@@ -4,15 +4,17 @@
 //! |------|---------|
 //! | 0 | success |
 //! | 1 | anything else (the coordinator failed, output could not be written, ...) |
-//! | 2 | usage: bad arguments (clap), a missing or broken configuration, an unreadable file, an expired admin certificate |
-//! | 3 | refused: invalid spec or request, conflict, unauthorized, certificates not accepted |
+//! | 2 | usage: bad arguments (clap), a missing or broken configuration, an unreadable file, an expired admin certificate, an unusable `admin add --out` directory |
+//! | 3 | refused: invalid spec or request, conflict, unauthorized, certificates not accepted, revoking the admin in use |
 //! | 4 | not found |
 //! | 5 | unavailable: no member reachable, or no leader, within `--timeout` |
 
 use std::path::{Path, PathBuf};
 
+use bootstrap::BootstrapError;
 use bootstrap::cli_config::ConfigError;
 use client::ClientError;
+use protocol::NodeId;
 use protocol::spec::SpecFileError;
 
 /// A process exit status of `pvefleet`.
@@ -124,6 +126,37 @@ pub enum CliError {
         #[source]
         source: Box<ClientError>,
     },
+    /// `admin add` could not prepare the new admin's key or directory; nothing was sent.
+    #[error("{0}\nnothing was sent to the cluster: no admin was added")]
+    AdminPrepare(#[source] BootstrapError),
+    /// `admin add` added an identity whose certificate could not be checked or whose files
+    /// could not all be written: without them the identity cannot be used.
+    #[error(
+        "admin {id} was added, but {reason}\nit cannot be used: revoke it (`pvefleet admin \
+         revoke {id}`), remove {}, and add the admin again",
+        dir.display()
+    )]
+    AdminNotSaved {
+        /// The id the cluster gave it.
+        id: NodeId,
+        /// The directory its files were meant for.
+        dir: PathBuf,
+        /// What failed.
+        reason: String,
+    },
+    /// `admin revoke` of the admin whose certificate this configuration uses.
+    #[error(
+        "admin {id} is the identity of the configuration in use ({}): revoking it would lock \
+         you out of the cluster. Revoke it from another admin's configuration (make one with \
+         `pvefleet admin add NAME`), or pass --yes-revoke-myself to revoke it anyway",
+        config.display()
+    )]
+    RevokeSelf {
+        /// The admin id.
+        id: NodeId,
+        /// The configuration file.
+        config: PathBuf,
+    },
     /// The output could not be produced or written.
     #[error("cannot write the output: {0}")]
     Output(String),
@@ -146,13 +179,18 @@ impl CliError {
     /// The exit status this error ends the process with.
     pub fn status(&self) -> ExitStatus {
         match self {
-            CliError::Config(_) | CliError::Usage(_) | CliError::ReadFile { .. } => {
-                ExitStatus::Usage
-            }
+            CliError::Config(_)
+            | CliError::Usage(_)
+            | CliError::ReadFile { .. }
+            | CliError::AdminPrepare(_) => ExitStatus::Usage,
             CliError::Client(e) => client_status(e),
             CliError::Apply { source, .. } => client_status(source),
-            CliError::SpecFile { .. } | CliError::NothingToApply { .. } => ExitStatus::Refused,
-            CliError::Output(_) | CliError::Demo(_) => ExitStatus::Failed,
+            CliError::SpecFile { .. }
+            | CliError::NothingToApply { .. }
+            | CliError::RevokeSelf { .. } => ExitStatus::Refused,
+            CliError::Output(_) | CliError::Demo(_) | CliError::AdminNotSaved { .. } => {
+                ExitStatus::Failed
+            }
         }
     }
 }

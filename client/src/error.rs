@@ -73,9 +73,10 @@ pub enum ClientError {
     /// renewed over the network either.
     #[error(
         "the admin certificate {} expired at {expired_at}: the cluster refuses it and it can no \
-         longer be renewed automatically. On a coordinator host, run `pvefleet-coordinator \
-         admin-cert --data-dir DIR` (DIR: that coordinator's data directory) for a new one, and \
-         point `cert` and `key` in the configuration at the admin.pem and admin.key it writes",
+         longer be renewed automatically. Ask another operator for a new identity (`pvefleet \
+         admin add NAME`), or on a coordinator host run `pvefleet-coordinator admin-cert \
+         --data-dir DIR` (DIR: that coordinator's data directory) and point `cert` and `key` \
+         in the configuration at the admin.pem and admin.key it writes",
         path.display()
     )]
     CertificateExpired {

@@ -42,6 +42,10 @@ pub struct NodeSettings {
     pub http: Option<SocketAddr>,
     /// Where the membership stands.
     pub membership: MembershipStage,
+    /// How many days past its first expiry an admin certificate may be renewed (set at
+    /// `init`; the founder records it in the fleet state when it founds the cluster).
+    #[serde(default)]
+    pub admin_renewal_days: u32,
 }
 
 impl NodeSettings {
@@ -204,6 +208,7 @@ mod tests {
             listen: "127.0.0.1:7400".parse().unwrap(),
             http: None,
             membership: MembershipStage::Pending,
+            admin_renewal_days: 0,
         };
         settings.store(tmp.path()).unwrap();
         assert_eq!(NodeSettings::load(tmp.path()).unwrap(), settings);

@@ -111,6 +111,9 @@ pub enum CoordinatorError {
     /// A task of the member ended abnormally (panicked or was aborted).
     #[error("task failed: {0}")]
     Task(String),
+    /// A command-line option is outside what it allows.
+    #[error("{0}")]
+    InvalidOption(String),
     /// Raft did not stop cleanly.
     #[error("stop raft: {0}")]
     RaftShutdown(String),

@@ -13,9 +13,11 @@
 //! Every child runs in its own process group with its log in the lab's directory
 //! ([`layout`]); its first stdout line is its ready line ([`process`]). Tests of a single
 //! daemon binary start it with [`process::Process`] too, and the `Type=notify` tests talk to
-//! it through [`fake_systemd`].
+//! it through [`fake_systemd`]. The stores' crash tests kill their child process at a chosen
+//! step with [`crash_child`].
 
 pub mod binaries;
+pub mod crash_child;
 pub mod error;
 pub mod fake_systemd;
 pub mod host;

@@ -5,6 +5,7 @@
 //! Writes are forwarded to the leader; reads are linearizable unless they ask for
 //! [`ReadMode::Stale`].
 
+mod admins;
 mod cluster;
 mod members;
 mod methods;
@@ -15,6 +16,7 @@ mod vm;
 
 use serde::{Deserialize, Serialize};
 
+pub use admins::{AdminAdd, AdminAddReply, AdminList, AdminListReply, AdminRevoke};
 pub use cluster::{
     ClusterStatus, ClusterStatusReply, FleetGet, HostList, HostListReply, MemberList,
     MemberListReply, MemberRemove, MemberStatus, SettingsGet, SettingsPut, SettingsReply,

@@ -10,6 +10,7 @@
 //!
 //! These types are bincode-encoded through Raft: plain structs and externally tagged enums only.
 
+mod admin;
 mod alloc;
 mod cluster;
 mod event;
@@ -17,6 +18,7 @@ mod token;
 mod view;
 mod vm;
 
+pub use admin::{AdminRecord, validate_admin_name};
 pub use alloc::{AllocationOwner, IpAllocation, IpPool, Vip, VmidAllocation, VmidRange};
 pub use cluster::{
     Capacity, Host, HostFacts, HostState, Member, MemberRole, Settings, validate_host,

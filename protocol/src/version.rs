@@ -26,7 +26,13 @@ pub struct Version(pub u16);
 pub const OLDEST: Version = Version(1);
 
 /// The newest version this build reads and writes.
-pub const CURRENT: Version = Version(1);
+///
+/// - v1: the first versioned release (`tests/upgrade-pin`).
+/// - v2: operator identities: the admin commands and records, `EventKind::Admin`.
+pub const CURRENT: Version = Version(2);
+
+/// The version that introduced operator identities (admin records, revocation).
+pub const ADMINS: Version = Version(2);
 
 impl Version {
     /// Whether this build reads and writes `self`.

@@ -74,6 +74,7 @@ pub const ALLOWED_DEV: &[(&str, &str)] = &[
     ("coordinator", "client"),
     ("coordinator", "lab"),
     ("node-agent", "lab"),
+    ("raft", "lab"),
     ("cli", "transport"),
 ];
 

@@ -31,6 +31,13 @@ use transport::{RemoteCode, RemoteError};
 
 /// The fixed clock of every sample (unix milliseconds).
 const NOW: u64 = 1_800_000_000_000;
+/// Encoding v1 (samples are fixed values, never this build's own version).
+const V1: Version = Version(1);
+/// A build reading v1 only, as the samples report it.
+const V1_RANGE: VersionRange = VersionRange {
+    oldest: V1,
+    newest: V1,
+};
 
 /// Encodes the sample at a version (`None`: the sample does not exist at that version).
 type EncodeFn = Box<dyn Fn(Version) -> Option<Result<Vec<u8>, String>>>;
@@ -70,7 +77,11 @@ pub fn samples() -> Vec<Golden> {
         };
         out.push(command_sample(cmd, &suffix));
     }
-    out.push(snapshot_sample());
+    out.push(snapshot_sample("snapshot.fleet", V1));
+    out.push(snapshot_sample(
+        "snapshot.fleet-admins",
+        protocol::version::ADMINS,
+    ));
     let names: BTreeSet<&str> = out.iter().map(|g| g.name.as_str()).collect();
     assert_eq!(names.len(), out.len(), "golden sample names must be unique");
     out
@@ -136,12 +147,15 @@ fn command_sample(cmd: Command, suffix: &str) -> Golden {
     }
 }
 
-fn snapshot_sample() -> Golden {
-    let state = sample_state();
+/// A snapshot of the state the commands of encoding `since` and before build, written at
+/// every version from `since` on.
+fn snapshot_sample(name: &str, since: Version) -> Golden {
+    let state = sample_state_at(since);
     Golden {
-        name: "snapshot.fleet".to_string(),
+        name: name.to_string(),
         encode: Box::new(move |v| {
-            Some(fleet::state::encode_snapshot(&state, v).map_err(|e| e.to_string()))
+            (v >= since)
+                .then(|| fleet::state::encode_snapshot(&state, v).map_err(|e| e.to_string()))
         }),
         reencode: Box::new(|v, bytes| {
             let state = fleet::state::decode_snapshot(bytes).map_err(|e| e.to_string())?;
@@ -407,13 +421,10 @@ pub fn commands() -> Vec<Command> {
         },
         Command::ReportVersions {
             id: 1,
-            versions: VersionRange::this_build(),
+            versions: V1_RANGE,
             now,
         },
-        Command::SetClusterVersion {
-            version: protocol::version::OLDEST,
-            now,
-        },
+        Command::SetClusterVersion { version: V1, now },
         Command::PutVm {
             spec: Box::new(VmSpec::new("old", 512)),
             now,
@@ -475,13 +486,52 @@ pub fn commands() -> Vec<Command> {
             now,
         },
         Command::RemoveMember { id: 4, now },
+        // Encoding v2: operator identities.
+        Command::SetAdminRenewal {
+            renewal_ms: 7 * 86_400_000,
+            now,
+        },
+        Command::AddAdmin {
+            id: Some(1),
+            name: "init".into(),
+            issued_at: NOW,
+            expires_at: NOW + 30 * 86_400_000,
+            now,
+        },
+        Command::AddAdmin {
+            id: None,
+            name: "alice".into(),
+            issued_at: NOW,
+            expires_at: NOW + 86_400_000,
+            now,
+        },
+        Command::RenewAdmin {
+            id: 2,
+            expires_at: NOW + 2 * 86_400_000,
+            now,
+        },
+        Command::RevokeAdmin { id: 1, now },
+        Command::RecordEvent {
+            level: EventLevel::Info,
+            kind: EventKind::Admin,
+            subject: "2".into(),
+            message: "renewed".into(),
+            now,
+        },
     ]
 }
 
-/// The fleet the sample commands build (every command must be accepted).
+/// The fleet the sample commands of encoding v1 build: what the wire samples show (their
+/// bytes at v1 are what the v1 release wrote).
 pub fn sample_state() -> FleetState {
+    sample_state_at(V1)
+}
+
+/// The fleet the sample commands of encoding `version` and before build (each is accepted).
+pub fn sample_state_at(version: Version) -> FleetState {
     let mut state = FleetState::new();
-    for (i, cmd) in commands().into_iter().enumerate() {
+    let commands = commands().into_iter().filter(|c| c.since() <= version);
+    for (i, cmd) in commands.enumerate() {
         let name = cmd.name();
         let index = u64::try_from(i).expect("few commands") + 1;
         if let CommandReply::Refused(e) = state.apply(index, cmd) {
@@ -624,8 +674,8 @@ fn raft_samples(out: &mut Vec<Golden>) {
 
     let vote = Vote::new_committed(4, 2);
     let log_id = |term, index| LogId::new(CommittedLeaderId::new(term, 1), index);
-    let command = fleet::state::encode_command(&commands()[0], protocol::version::OLDEST)
-        .expect("a sample command encodes");
+    let command =
+        fleet::state::encode_command(&commands()[0], V1).expect("a sample command encodes");
     let members = std::collections::BTreeMap::from([(
         1,
         raft::MemberNode {
@@ -757,9 +807,9 @@ fn wire_samples(out: &mut Vec<Golden>) {
                 is_leader: true,
                 matched_index: Some(40),
                 lag: Some(0),
-                versions: Some(VersionRange::this_build()),
+                versions: Some(V1_RANGE),
             }],
-            cluster_version: protocol::version::OLDEST,
+            cluster_version: V1,
         },
     );
     rpc(
@@ -784,7 +834,7 @@ fn wire_samples(out: &mut Vec<Golden>) {
         out,
         admin::MemberReportVersions {
             id: 2,
-            versions: VersionRange::this_build(),
+            versions: V1_RANGE,
         },
         done,
     );
@@ -1011,4 +1061,29 @@ fn wire_samples(out: &mut Vec<Golden>) {
         },
     );
     rpc(out, admin::VipDelete { name: "api".into() }, done);
+    let admins = sample_state_at(protocol::version::ADMINS);
+    let alice = admins
+        .admin(2)
+        .cloned()
+        .expect("alice is in the v2 sample state");
+    rpc(
+        out,
+        admin::AdminList { read },
+        admin::AdminListReply {
+            admins: admins.admins().cloned().collect(),
+        },
+    );
+    rpc(
+        out,
+        admin::AdminAdd {
+            name: "alice".into(),
+            csr_pem: "-----BEGIN CERTIFICATE REQUEST-----".into(),
+            ttl_secs: Some(86_400),
+        },
+        admin::AdminAddReply {
+            record: alice,
+            cert_pem: "cert".into(),
+        },
+    );
+    rpc(out, admin::AdminRevoke { id: 1 }, done);
 }

@@ -35,6 +35,16 @@ pub(crate) fn peer_of(conn: &quinn::Connection) -> Result<Option<PeerIdentity>, 
     }
 }
 
+/// When the peer's certificate expires (unix seconds), if it presented one.
+pub(crate) fn peer_not_after(conn: &quinn::Connection) -> Option<u64> {
+    let chain = conn
+        .peer_identity()?
+        .downcast::<Vec<CertificateDer<'static>>>()
+        .ok()?;
+    let (_, cert) = x509_parser::parse_x509_certificate(chain.first()?).ok()?;
+    u64::try_from(cert.validity().not_after.timestamp()).ok()
+}
+
 /// Dials `addr` as `server_name` and finishes the handshake within `deadline`.
 ///
 /// With TLS 1.3 the client finishes first: a server that refuses *our* certificate is only

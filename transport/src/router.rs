@@ -24,6 +24,8 @@ pub struct Caller {
     pub peer: Option<PeerIdentity>,
     /// The client's UDP address.
     pub addr: SocketAddr,
+    /// When the client certificate expires (unix seconds); `None` without one.
+    pub cert_not_after: Option<u64>,
 }
 
 /// A handler's reply, still encoded.

@@ -254,12 +254,14 @@ fn admit(
 ) -> Result<Caller, String> {
     let service = service_of(conn).ok_or_else(|| "no pvefleet ALPN negotiated".to_string())?;
     let peer = peer_of(conn).map_err(|e| e.to_string())?;
+    let cert_not_after = crate::handshake::peer_not_after(conn);
     service.authorize(peer.map(|p| p.role))?;
     check_gate(gate, peer.as_ref())?;
     Ok(Caller {
         service,
         peer,
         addr,
+        cert_not_after,
     })
 }
 

@@ -3,6 +3,7 @@
 //! only made once a command needs the cluster (so a bad spec file is reported without
 //! touching the configuration or the network).
 
+mod admin;
 mod alloc;
 mod apply;
 mod cluster;
@@ -17,6 +18,7 @@ mod token;
 mod vip;
 mod vm;
 
+pub use admin::default_out_dir;
 pub use member::join_command;
 pub(crate) use session::Session;
 
@@ -29,6 +31,7 @@ pub(crate) async fn dispatch(session: &mut Session<'_>, command: &Command) -> Re
         Command::Cluster(c) => cluster::run(session, c).await,
         Command::Member(c) => member::run(session, c).await,
         Command::Token(c) => token::run(session, c).await,
+        Command::Admin(c) => admin::run(session, c).await,
         Command::Vm(c) => vm::run(session, c).await,
         Command::Pool(c) => pool::run(session, c).await,
         Command::Range(c) => range::run(session, c).await,

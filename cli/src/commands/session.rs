@@ -1,8 +1,10 @@
 //! [`Session`]: what a running command shares with the dispatcher — the global flags, the
-//! output, and the client, which is only made once a command needs the cluster (so a bad
-//! spec file is reported without touching the configuration or the network).
+//! output, the configuration and the client, which are only read and made once a command
+//! needs them (so a bad spec file is reported without touching the configuration or the
+//! network).
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use bootstrap::cli_config::CliConfig;
 use client::AdminClient;
@@ -20,6 +22,16 @@ pub(crate) struct Session<'a> {
     pub(crate) out: &'a mut (dyn Write + Send),
     pub(crate) ctx: Context,
     pub(crate) client: Option<AdminClient>,
+    config: Option<LoadedConfig>,
+}
+
+/// The configuration file and what it says.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadedConfig {
+    /// Where it was read from.
+    pub(crate) path: PathBuf,
+    /// Its contents (relative paths in the file already joined to its directory).
+    pub(crate) config: CliConfig,
 }
 
 impl<'a> Session<'a> {
@@ -29,7 +41,22 @@ impl<'a> Session<'a> {
             out,
             ctx: Context::at(now),
             client: None,
+            config: None,
         }
+    }
+
+    /// The configuration, read on first use (commands that write credentials or check their
+    /// own identity need it besides the client).
+    pub(crate) fn config(&mut self) -> Result<&LoadedConfig, CliError> {
+        let loaded = match self.config.take() {
+            Some(loaded) => loaded,
+            None => {
+                let path = CliConfig::locate(self.cli.config.as_deref())?;
+                let config = CliConfig::load(&path)?;
+                LoadedConfig { path, config }
+            }
+        };
+        Ok(self.config.insert(loaded))
     }
 
     /// The client, made from the configuration on first use.
@@ -37,9 +64,7 @@ impl<'a> Session<'a> {
         if let Some(client) = &self.client {
             return Ok(client.clone());
         }
-        let path = CliConfig::locate(self.cli.config.as_deref())?;
-        let config = CliConfig::load(&path)?;
-        let client = AdminClient::from_config(&config)?
+        let client = AdminClient::from_config(&self.config()?.config)?
             .with_timeout(self.cli.timeout)
             .with_warnings(print_warning);
         self.client = Some(client.clone());

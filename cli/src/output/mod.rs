@@ -10,6 +10,7 @@
 //! The JSON of a reply is the protocol type itself (field names as in `protocol::admin`), so
 //! scripts see the same names as the Rust API; times are Unix milliseconds there.
 
+mod admins;
 mod cluster;
 mod explain;
 pub mod follow;
@@ -30,9 +31,10 @@ use protocol::NodeId;
 use protocol::fleet::UnixMillis;
 use serde::Serialize;
 
+pub use admins::{AdminAdded, admin_state};
 pub use reports::{
-    Applied, ApplyReport, Deleted, IpAllocated, IpReleased, MemberAdded, MemberRemoved,
-    TokenRevoked, VmidAllocated,
+    AdminRevoked, Applied, ApplyReport, Deleted, IpAllocated, IpReleased, MemberAdded,
+    MemberRemoved, TokenRevoked, VmidAllocated,
 };
 pub use resources::pool_size;
 pub use tokens::{EventsPage, token_state};

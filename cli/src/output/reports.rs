@@ -1,5 +1,5 @@
 //! Results the CLI composes itself (the protocol reply alone would lose the name or the
-//! command asked for): applies, deletes, member and token changes, direct allocations.
+//! command asked for): applies, deletes, member, token and admin changes, direct allocations.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -104,6 +104,22 @@ impl Render for TokenRevoked {
     fn table(&self, _ctx: &Context) -> String {
         format!(
             "token {} revoked: no node can join with it any more\n",
+            self.revoked
+        )
+    }
+}
+
+/// A revoked admin identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AdminRevoked {
+    /// The admin's id.
+    pub revoked: NodeId,
+}
+
+impl Render for AdminRevoked {
+    fn table(&self, _ctx: &Context) -> String {
+        format!(
+            "admin {} revoked: its certificates are refused by every member from now on\n",
             self.revoked
         )
     }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 use cli::args::{
-    AllocCommand, Cli, ClusterCommand, Command, EventsArgs, JoinRole, MemberCommand, TokenCommand,
-    VmCommand, parse_duration, parse_timeout,
+    AdminAddArgs, AdminCommand, AllocCommand, Cli, ClusterCommand, Command, EventsArgs, JoinRole,
+    MemberCommand, TokenCommand, VmCommand, parse_duration, parse_timeout,
 };
 use cli::output::OutputFormat;
 
@@ -88,6 +88,10 @@ fn bad_arguments_are_usage_errors_with_exit_code_2() {
         &["vm", "launch"],
         &["cluster", "status", "--timeout", "0"],
         &["cluster", "status", "--output", "yaml"],
+        &["admin", "add"],
+        &["admin", "add", "alice", "--ttl", "30"],
+        &["admin", "revoke", "alice"],
+        &["admin", "revoke"],
     ] {
         let e = refused(args);
         assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
@@ -106,6 +110,49 @@ fn every_command_parses_its_arguments() {
             &["token", "revoke", "abc123"],
             Command::Token(TokenCommand::Revoke {
                 id: "abc123".into(),
+            }),
+        ),
+        (&["admin", "ls"], Command::Admin(AdminCommand::Ls)),
+        (
+            &["admin", "list", "--stale"],
+            Command::Admin(AdminCommand::Ls),
+        ),
+        (
+            &["admin", "add", "alice"],
+            Command::Admin(AdminCommand::Add(AdminAddArgs {
+                name: "alice".into(),
+                ttl: None,
+                out: None,
+            })),
+        ),
+        (
+            &[
+                "admin",
+                "add",
+                "ci deploy",
+                "--ttl",
+                "7d",
+                "--out",
+                "/tmp/ci",
+            ],
+            Command::Admin(AdminCommand::Add(AdminAddArgs {
+                name: "ci deploy".into(),
+                ttl: Some(Duration::from_secs(7 * 86_400)),
+                out: Some(PathBuf::from("/tmp/ci")),
+            })),
+        ),
+        (
+            &["admin", "revoke", "3"],
+            Command::Admin(AdminCommand::Revoke {
+                id: 3,
+                yes_revoke_myself: false,
+            }),
+        ),
+        (
+            &["admin", "revoke", "1", "--yes-revoke-myself"],
+            Command::Admin(AdminCommand::Revoke {
+                id: 1,
+                yes_revoke_myself: true,
             }),
         ),
         (

@@ -20,12 +20,12 @@ leader:           1 (10.0.0.1:7400)
 term:             7
 commit index:     1042
 applied index:    1041
-cluster version:  v1
+cluster version:  v2
 answered by:      member 1
 
 ID   ADDRESS          ROLE      LEADER   MATCHED   LAG   ENCODINGS
-1    10.0.0.1:7400    voter     yes      1042      0     v1
-2    10.0.0.2:7400    voter              1040      2     v1
+1    10.0.0.1:7400    voter     yes      1042      0     v1..=v2
+2    10.0.0.2:7400    voter              1040      2     v1..=v2
 4    [fd00::4]:7400   learner            -         -     -
 "
     );
@@ -33,14 +33,14 @@ ID   ADDRESS          ROLE      LEADER   MATCHED   LAG   ENCODINGS
         json_of(&status()),
         json!({
             "cluster_id": "lab", "node_id": 1, "leader": 1, "term": 7,
-            "commit_index": 1042, "applied_index": 1041, "cluster_version": 1,
+            "commit_index": 1042, "applied_index": 1041, "cluster_version": 2,
             "members": [
                 {"id": 1, "addr": "10.0.0.1:7400", "role": "voter", "is_leader": true,
                  "matched_index": 1042, "lag": 0,
-                 "versions": {"oldest": 1, "newest": 1}},
+                 "versions": {"oldest": 1, "newest": 2}},
                 {"id": 2, "addr": "10.0.0.2:7400", "role": "voter", "is_leader": false,
                  "matched_index": 1040, "lag": 2,
-                 "versions": {"oldest": 1, "newest": 1}},
+                 "versions": {"oldest": 1, "newest": 2}},
                 {"id": 4, "addr": "[fd00::4]:7400", "role": "learner", "is_leader": false,
                  "matched_index": null, "lag": null, "versions": null},
             ]

@@ -7,13 +7,12 @@
 //! Thin: the logic is in `coordinator::{config, setup, node}`. Exit codes: 0 ok, 2 usage or
 //! configuration, 3 refused by the cluster (join token), 1 anything else.
 
-use std::io::{self, IsTerminal};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use bootstrap::token_input::{JOIN_TOKEN_ENV, check_join_arguments, read_join_token, reads_stdin};
+use bootstrap::token_input::{JOIN_TOKEN_ENV, check_join_arguments, read_join_token_of_process};
 use clap::{CommandFactory, Parser, Subcommand};
 use coordinator::config::file::{DEFAULT_CONFIG_PATH, http_address};
 use coordinator::config::{
@@ -101,6 +100,11 @@ enum Cmd {
         /// prefers its own --http and the configuration's `http`).
         #[arg(long, value_name = "ADDR:PORT")]
         http: Option<SocketAddr>,
+        /// How many days past its first expiry an admin certificate may be renewed. 0 (the
+        /// default): a renewal rotates the key but keeps the expiry, and an operator issues a
+        /// new identity with `pvefleet admin add` before it ends.
+        #[arg(long, value_name = "DAYS", default_value_t = 0)]
+        admin_renewal_days: u32,
     },
     /// Join an existing cluster with a token from `pvefleet member add`, read from --token-file
     /// or PVEFLEET_JOIN_TOKEN (never from the command line, where every local user could read
@@ -296,6 +300,7 @@ async fn dispatch(cmd: Cmd, configured: &Configured) -> anyhow::Result<()> {
             listen,
             cluster_id,
             http,
+            admin_renewal_days,
         } => {
             let listen = configured.listen(listen, "init")?;
             let report = init_cluster(&InitOptions {
@@ -303,6 +308,7 @@ async fn dispatch(cmd: Cmd, configured: &Configured) -> anyhow::Result<()> {
                 listen,
                 cluster_id,
                 http,
+                admin_renewal_days,
             })?;
             println!(
                 "created cluster {} with this member as node {} (CA sha256:{})",
@@ -337,15 +343,8 @@ async fn dispatch(cmd: Cmd, configured: &Configured) -> anyhow::Result<()> {
                 ))
             })?;
             let listen = configured.listen(listen, "join")?;
-            if reads_stdin(token_file.as_deref()) && io::stdin().is_terminal() {
-                eprint!("join token (paste it, then Enter): ");
-            }
-            let token = read_join_token(
-                token_file.as_deref(),
-                std::env::var_os(JOIN_TOKEN_ENV),
-                &mut io::stdin().lock(),
-            )
-            .map_err(|e| UsageError(e.to_string()))?;
+            let token = read_join_token_of_process(token_file.as_deref())
+                .map_err(|e| UsageError(e.to_string()))?;
             let report = join_cluster(&JoinOptions {
                 token,
                 via: addr,

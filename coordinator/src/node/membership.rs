@@ -17,8 +17,10 @@ use transport::{RemoteCode, TransportError};
 use crate::config::{MembershipStage, NodeSettings};
 use crate::forward::{ForwardError, Target};
 use crate::service::Ctx;
+use bootstrap::NodeDir;
 use fleet::state::{Command, CommandReply};
-use protocol::time::Now;
+use protocol::time::{Now, secs_to_millis};
+use protocol::version::{ADMINS, VersionRange};
 
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
 
@@ -92,7 +94,7 @@ impl Settle {
             .read_local(|s| s.members().contains_key(&self.node_id()))
             .map_err(|e| e.message)?
         {
-            return Ok(());
+            return self.record_first_admin().await;
         }
         if leader.id != self.node_id() {
             return Err(format!(
@@ -107,9 +109,74 @@ impl Settle {
         };
         let now = Now::read().millis;
         match ctx.propose(&Command::AddMember { member, now }).await {
-            Ok(CommandReply::Done) => Ok(()),
+            Ok(CommandReply::Done) => self.record_first_admin().await,
             Ok(other) => Err(format!("unexpected reply {other:?}")),
             Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The founder, alone in its new cluster, starts it at this build's encoding version and
+    /// records the admin identity `init` made, with the renewal allowance given to `init`.
+    /// (A cluster founded by an older release records its admins at their first renewal.)
+    async fn record_first_admin(&self) -> Result<(), String> {
+        let ctx = &self.ctx;
+        let id = self.node_id();
+        let err = |e: transport::RemoteError| e.to_string();
+        let (alone, cluster) = ctx
+            .read_local(|s| (s.members().len() == 1, s.cluster_version()))
+            .map_err(err)?;
+        let now = Now::read().millis;
+        if cluster < ADMINS {
+            if !alone {
+                return Ok(()); // the members raise it together (node::versions)
+            }
+            let versions = VersionRange::this_build();
+            ctx.propose(&Command::ReportVersions { id, versions, now })
+                .await
+                .map_err(err)?;
+            ctx.propose(&Command::SetClusterVersion {
+                version: versions.newest,
+                now,
+            })
+            .await
+            .map_err(err)?;
+        }
+        let cert = NodeDir::new(&self.data_dir).admin_cert();
+        let Ok(pem) = std::fs::read_to_string(&cert) else {
+            return Ok(()); // no admin certificate here: nothing to record
+        };
+        let admin =
+            bootstrap::cert_identity(&pem).map_err(|e| format!("{}: {e}", cert.display()))?;
+        if ctx
+            .read_local(|s| s.admin(admin.node_id).is_some())
+            .map_err(err)?
+        {
+            return Ok(());
+        }
+        let days = u64::from(self.settings.admin_renewal_days);
+        ctx.propose(&Command::SetAdminRenewal {
+            renewal_ms: days * 86_400_000,
+            now,
+        })
+        .await
+        .map_err(err)?;
+        let add = Command::AddAdmin {
+            id: Some(admin.node_id),
+            name: "init".to_string(),
+            issued_at: secs_to_millis(admin.not_before),
+            expires_at: secs_to_millis(admin.not_after),
+            now,
+        };
+        match ctx.propose(&add).await.map_err(err)? {
+            CommandReply::AdminAdded { record } => {
+                tracing::info!(
+                    admin = record.id,
+                    renew_until = record.renew_until,
+                    "recorded the admin identity init made"
+                );
+                Ok(())
+            }
+            other => Err(format!("unexpected reply {other:?}")),
         }
     }
 

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use protocol::Role;
 use protocol::admin::{
-    AllocateIp, AllocateVmid, ClusterStatus, ClusterStatusReply, Events, FleetGet, HostList,
-    MemberList, MemberPromote, MemberRemove, MemberReportVersions, PoolApply, PoolDelete, PoolList,
-    ReadMode, ReleaseIp, SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke, VipApply,
-    VipDelete, VipList, VmApply, VmDelete, VmGet, VmList, VmidRangeApply, VmidRangeDelete,
-    VmidRangeList,
+    AdminAdd, AdminList, AdminRevoke, AllocateIp, AllocateVmid, ClusterStatus, ClusterStatusReply,
+    Events, FleetGet, HostList, MemberList, MemberPromote, MemberRemove, MemberReportVersions,
+    PoolApply, PoolDelete, PoolList, ReadMode, ReleaseIp, SettingsGet, SettingsPut, TokenCreate,
+    TokenList, TokenRevoke, VipApply, VipDelete, VipList, VmApply, VmDelete, VmGet, VmList,
+    VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
 use protocol::admin::{HostStatus, VmExplain, VmPower, VmSnapshot};
 use protocol::fleet::UnixMillis;
@@ -20,7 +20,7 @@ use protocol::join::JoinRequest;
 use transport::{Caller, RemoteError, Router, Rpc, Service};
 
 use super::status::cluster_status;
-use super::{Ctx, reads, writes};
+use super::{Ctx, admins, reads, writes};
 use fleet::state::{Command, CommandReply, FleetState};
 use protocol::time::Now;
 
@@ -41,6 +41,20 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
     read::<VipList>(router, ctx, |r| r.read, reads::vip_list);
     read::<TokenList>(router, ctx, |r| r.read, reads::token_list);
     read::<Events>(router, ctx, |r| r.read, reads::events);
+    read::<AdminList>(router, ctx, |r| r.read, admins::admin_list);
+    write::<AdminRevoke>(
+        router,
+        ctx,
+        admins::admin_revoke,
+        admins::admin_revoke_reply,
+    );
+    custom::<AdminAdd, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.admin_add(&r).await }
+        })
+        .await
+    });
 
     write::<SettingsPut>(
         router,

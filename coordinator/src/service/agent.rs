@@ -135,6 +135,7 @@ mod tests {
             service: Service::Agent,
             peer,
             addr: "127.0.0.1:9".parse().unwrap(),
+            cert_not_after: None,
         };
         let agent = caller(Some(PeerIdentity::new(Role::Agent, 12)));
         assert_eq!(beating_host(&agent).unwrap(), 12);

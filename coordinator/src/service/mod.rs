@@ -16,6 +16,7 @@
 //! ```
 
 pub(crate) mod admin;
+pub(crate) mod admins;
 pub(crate) mod agent;
 pub(crate) mod errors;
 pub(crate) mod join;

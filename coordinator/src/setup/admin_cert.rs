@@ -91,6 +91,7 @@ mod tests {
             listen: "127.0.0.1:7400".parse().unwrap(),
             cluster_id: Some("lab".into()),
             http: None,
+            admin_renewal_days: 0,
         })
         .unwrap();
         let dir = NodeDir::new(&report.data_dir);

@@ -27,7 +27,13 @@ pub struct InitOptions {
     pub cluster_id: Option<String>,
     /// Its local HTTP address, recorded for `run`.
     pub http: Option<SocketAddr>,
+    /// How many days past its first expiry an admin certificate may be renewed (0: renewals
+    /// keep the expiry; an operator re-issues with `pvefleet admin add`).
+    pub admin_renewal_days: u32,
 }
+
+/// The longest renewal allowance `init` accepts (ten years).
+pub const MAX_ADMIN_RENEWAL_DAYS: u32 = 3650;
 
 /// What `init` made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,6 +55,13 @@ pub struct InitReport {
 /// Creates the cluster in `opts.data_dir`.
 pub fn init_cluster(opts: &InitOptions) -> Result<InitReport, CoordinatorError> {
     check_dialable("--listen", opts.listen)?;
+    if opts.admin_renewal_days > MAX_ADMIN_RENEWAL_DAYS {
+        return Err(CoordinatorError::InvalidOption(format!(
+            "--admin-renewal-days {} is not allowed: expected 0 (renewals keep the expiry) to \
+             {MAX_ADMIN_RENEWAL_DAYS}",
+            opts.admin_renewal_days
+        )));
+    }
     let outcome = bootstrap::init(
         &opts.data_dir,
         opts.cluster_id.clone(),
@@ -78,6 +91,7 @@ pub fn init_cluster(opts: &InitOptions) -> Result<InitReport, CoordinatorError> 
         listen: opts.listen,
         http: opts.http,
         membership: MembershipStage::Founder,
+        admin_renewal_days: opts.admin_renewal_days,
     }
     .store(&dir)?;
     let cli_config = dir.join(CONFIG_FILE_NAME);
@@ -118,6 +132,7 @@ mod tests {
             listen: "127.0.0.1:7400".parse().unwrap(),
             cluster_id: Some("lab".into()),
             http: None,
+            admin_renewal_days: 0,
         };
         let report = init_cluster(&opts).unwrap();
         assert_eq!((report.cluster_id.as_str(), report.node_id), ("lab", 1));
@@ -149,6 +164,7 @@ mod tests {
             listen: "0.0.0.0:7400".parse().unwrap(),
             cluster_id: None,
             http: None,
+            admin_renewal_days: 0,
         };
         assert!(init_cluster(&opts).is_err());
         assert!(!opts.data_dir.exists());

@@ -107,6 +107,7 @@ pub async fn join_cluster(opts: &JoinOptions) -> Result<JoinReport, CoordinatorE
             listen: opts.listen,
             http: None,
             membership: MembershipStage::Pending,
+            admin_renewal_days: 0,
         }
         .store(&opts.data_dir)?;
     }

@@ -94,6 +94,20 @@ impl FleetState {
                 self.report_versions(id, versions, now)
             }
             Command::SetClusterVersion { version, now } => self.set_cluster_version(version, now),
+            Command::SetAdminRenewal { renewal_ms, now } => self.set_admin_renewal(renewal_ms, now),
+            Command::AddAdmin {
+                id,
+                name,
+                issued_at,
+                expires_at,
+                now,
+            } => self.add_admin(id, name, issued_at, expires_at, now),
+            Command::RenewAdmin {
+                id,
+                expires_at,
+                now,
+            } => self.renew_admin(id, expires_at, now),
+            Command::RevokeAdmin { id, now } => self.revoke_admin(id, now),
         }
     }
 

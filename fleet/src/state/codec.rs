@@ -9,11 +9,14 @@
 //! something else than its peers).
 //!
 //! Layouts per version (keep this list when a version is added):
-//! - v1: `Command`, `FleetState` as defined in this build.
+//! - v1: `Command` as far as `SetClusterVersion` (v2 only appended variants, so v1 entries
+//!   decode with today's enum); `FleetState` frozen in `snapshot_v1`.
+//! - v2: `Command` with the admin commands; `FleetState` as defined in this build.
 
 use protocol::encoding::{self, EncodingError};
 use protocol::version::{self, Version, VersionRange};
 
+use super::snapshot_v1::{self, SnapshotV1};
 use super::{Command, CommandReply, FleetState};
 
 /// Bytes of the version prefix.
@@ -147,7 +150,8 @@ pub fn decode_command(bytes: &[u8]) -> Result<Command, CodecError> {
     let what = "command";
     let (version, body) = split(what, bytes)?;
     let cmd: Command = match version.0 {
-        1 => encoding::decode(body).map_err(malformed(what, version))?,
+        // v2 only appended variants: a v1 entry is a v2 entry without them (checked below).
+        1 | 2 => encoding::decode(body).map_err(malformed(what, version))?,
         _ => return Err(unreachable_version(what, version)),
     };
     // An entry written at `version` holds only what `version` carries.
@@ -196,7 +200,20 @@ pub fn decode_reply(bytes: &[u8]) -> Result<CommandReply, CodecError> {
 /// [`CodecError::Unsupported`] if this build cannot write `cluster`, [`CodecError::Encode`]
 /// if bincode refuses the state. Never an empty snapshot.
 pub fn encode_snapshot(state: &FleetState, cluster: Version) -> Result<Vec<u8>, CodecError> {
-    prefixed("snapshot", cluster, state)
+    match cluster.0 {
+        1 => {
+            // Never drop data silently: v2 data while the cluster is at v1 is a bug.
+            if state.admins().next().is_some() || state.admin_renewal_ms() != 0 {
+                return Err(CodecError::Encode {
+                    what: "snapshot",
+                    reason: "the state holds operator identities, which encoding v1 cannot carry"
+                        .into(),
+                });
+            }
+            prefixed("snapshot", cluster, &snapshot_v1::v1_view(state))
+        }
+        _ => prefixed("snapshot", cluster, state),
+    }
 }
 
 /// A state read back from a snapshot, whatever supported version wrote it.
@@ -207,7 +224,10 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<FleetState, CodecError> {
     let what = "snapshot";
     let (version, body) = split(what, bytes)?;
     match version.0 {
-        1 => encoding::decode(body).map_err(malformed(what, version)),
+        1 => encoding::decode::<SnapshotV1>(body)
+            .map(FleetState::from)
+            .map_err(malformed(what, version)),
+        2 => encoding::decode(body).map_err(malformed(what, version)),
         _ => Err(unreachable_version(what, version)),
     }
 }

@@ -15,7 +15,7 @@ use protocol::fleet::{
     StoredToken, TokenRefusal, UnixMillis, VmStatus,
 };
 use protocol::spec::{DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VmSpec, VmidRangeSpec};
-use protocol::version::{OLDEST, Version, VersionRange};
+use protocol::version::{ADMINS, OLDEST, Version, VersionRange};
 use serde::{Deserialize, Serialize};
 
 /// A change to the fleet state. Times (`now`) are the proposer's clock: applying never reads one.
@@ -271,6 +271,44 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// How far past its first expiry an admin certificate may be renewed (v2; set by the
+    /// founder from `init --admin-renewal-days`).
+    SetAdminRenewal {
+        /// The allowance in milliseconds (0: a renewal keeps the expiry).
+        renewal_ms: u64,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Record an admin identity whose certificate is issued (v2): `id` for a known
+    /// certificate (the one `init` made), `None` to draw a new id (answered in the reply).
+    AddAdmin {
+        /// The id, or `None` for a new one.
+        id: Option<NodeId>,
+        /// Who it is for.
+        name: String,
+        /// When its certificate was issued.
+        issued_at: UnixMillis,
+        /// When its certificate expires.
+        expires_at: UnixMillis,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Record a renewed admin certificate's expiry (v2; refused past the record's bound).
+    RenewAdmin {
+        /// The admin id.
+        id: NodeId,
+        /// The new certificate's expiry.
+        expires_at: UnixMillis,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Revoke an admin id (v2): its certificates are refused from then on.
+    RevokeAdmin {
+        /// The admin id.
+        id: NodeId,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
@@ -303,11 +341,22 @@ impl Command {
             | Command::AddMember { .. }
             | Command::RemoveMember { .. }
             | Command::PutSettings { .. }
-            | Command::RecordEvent { .. }
             | Command::SetHostFacts { .. }
             | Command::SetVmState { .. }
             | Command::ReportVersions { .. }
             | Command::SetClusterVersion { .. } => OLDEST,
+            // An event about an admin names a kind v1 does not have.
+            Command::RecordEvent { kind, .. } => {
+                if *kind == protocol::fleet::EventKind::Admin {
+                    ADMINS
+                } else {
+                    OLDEST
+                }
+            }
+            Command::SetAdminRenewal { .. }
+            | Command::AddAdmin { .. }
+            | Command::RenewAdmin { .. }
+            | Command::RevokeAdmin { .. } => ADMINS,
         }
     }
 
@@ -344,6 +393,10 @@ impl Command {
             Command::SetVmState { .. } => "SetVmState",
             Command::ReportVersions { .. } => "ReportVersions",
             Command::SetClusterVersion { .. } => "SetClusterVersion",
+            Command::SetAdminRenewal { .. } => "SetAdminRenewal",
+            Command::AddAdmin { .. } => "AddAdmin",
+            Command::RenewAdmin { .. } => "RenewAdmin",
+            Command::RevokeAdmin { .. } => "RevokeAdmin",
         }
     }
 }
@@ -407,6 +460,11 @@ pub enum CommandReply {
     },
     /// Refused: the state is unchanged.
     Refused(StateError),
+    /// An admin identity was recorded.
+    AdminAdded {
+        /// The record (with its id).
+        record: protocol::fleet::AdminRecord,
+    },
 }
 
 impl CommandReply {

@@ -11,6 +11,7 @@
 //! only ordered maps, so every member computes the same state and the same replies. VMIDs and
 //! addresses are allocated here, which makes them unique however many members propose at once.
 
+mod admins;
 mod apply;
 mod audit;
 mod cluster_versions;
@@ -19,6 +20,7 @@ mod command;
 mod events;
 mod hosts;
 mod ips;
+mod snapshot_v1;
 mod tokens;
 mod versions;
 mod vips;
@@ -32,7 +34,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use protocol::NodeId;
 use protocol::fleet::{
-    Event, FleetView, Host, IpPool, Member, Settings, StoredToken, Vip, VmRecord, VmidRange,
+    AdminRecord, Event, FleetView, Host, IpPool, Member, Settings, StoredToken, Vip, VmRecord,
+    VmidRange,
 };
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +70,13 @@ pub struct FleetState {
     events: EventLog,
     /// The cluster version and each member's build.
     versions: ClusterVersions,
+    // Encoding v2 from here (the v1 snapshot layout ends above: `snapshot_v1`).
+    /// Operator identities, by admin id.
+    admins: BTreeMap<NodeId, AdminRecord>,
+    /// The next admin id handed out (ids only grow).
+    next_admin_id: NodeId,
+    /// How far past its first expiry an admin certificate may be renewed (ms).
+    admin_renewal_ms: u64,
 }
 
 impl FleetState {

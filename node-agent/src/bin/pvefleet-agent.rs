@@ -5,11 +5,10 @@
 //! Thin: the logic is in `node_agent::{config, join, daemon}`. Exit codes: 0 ok, 2 bad command
 //! line or configuration, 3 refused by the cluster (join token, role), 1 anything else.
 
-use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use bootstrap::token_input::{JOIN_TOKEN_ENV, check_join_arguments, read_join_token, reads_stdin};
+use bootstrap::token_input::{JOIN_TOKEN_ENV, check_join_arguments, read_join_token_of_process};
 use clap::{CommandFactory, Parser, Subcommand};
 use daemon::generate::{self, Generate, ManExtras};
 use daemon::signal::cancel_on_signal;
@@ -187,14 +186,7 @@ impl Job {
                 config: config_path,
             } => {
                 check_join_arguments("pvefleet-agent join", &addr, legacy.as_deref())?;
-                if reads_stdin(token_file.as_deref()) && io::stdin().is_terminal() {
-                    eprint!("join token (paste it, then Enter): ");
-                }
-                let token = read_join_token(
-                    token_file.as_deref(),
-                    std::env::var_os(JOIN_TOKEN_ENV),
-                    &mut io::stdin().lock(),
-                )?;
+                let token = read_join_token_of_process(token_file.as_deref())?;
                 let default = Path::new(DEFAULT_CONFIG_PATH);
                 let config = match &config_path {
                     Some(path) => Some(AgentConfig::load(path)?),

@@ -1,6 +1,6 @@
 //! Nothing the executor journal reported durable is lost when the agent is SIGKILLed.
 //!
-//! A child process (see `killed_child.rs`) runs [`script`] through the real journal with sled's
+//! A child process (see `lab::crash_child`) runs [`script`] through the real journal with sled's
 //! background flush off, acknowledging each step once the journal call returned: `begin` (the
 //! "started" mark), `finish`, `resolve_in_doubt`, `prune`. The parent kills it after step `k`
 //! (before anything later could flush) or while step `k + 1` runs, reopens the directory and
@@ -8,7 +8,7 @@
 //! any of the journal's flushes makes these tests fail (docs/design/durability-tests.md has the
 //! record).
 
-use crate::killed_child::{self, KilledChild};
+use lab::crash_child::{self, CrashChild, KillPoint};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -118,14 +118,14 @@ async fn run(step: Step, journal: &Journal) {
 #[tokio::test]
 #[ignore = "child mode of the crash tests below, which run it in a process they SIGKILL"]
 async fn journal_child() {
-    let Some(dir) = killed_child::child_dir() else {
+    let Some(dir) = crash_child::child_dir() else {
         return;
     };
     // No background flush: only the journal's own flushes may make a step durable.
     let journal = Journal::open_with_periodic_flush(&dir, None).unwrap();
     for (index, step) in script().into_iter().enumerate() {
         run(step, &journal).await;
-        if !killed_child::acknowledge_and_wait(index) {
+        if !crash_child::acknowledge_and_wait(index) {
             return;
         }
     }
@@ -147,31 +147,15 @@ async fn observe(dir: &Path) -> BTreeMap<&'static str, Known> {
     known
 }
 
-/// Where the parent kills the child, relative to the acknowledgement of the chosen step.
-#[derive(Clone, Copy, Debug)]
-enum KillPoint {
-    /// Right after the acknowledgement, while the child waits: nothing later has flushed.
-    AfterAck,
-    /// Just after letting it go on: somewhere in the next step (or before it starts).
-    DuringNext,
-}
-
 /// Kills a child at every step of the script and checks the reopened journal each time.
 async fn sweep(kill: KillPoint) {
     let script = script();
     let mut failures = Vec::new();
     for last_acked in 0..script.len() {
         let dir = TempDir::new().unwrap();
-        let mut child = KilledChild::spawn(CHILD_TEST, dir.path());
-        for step in 0..last_acked {
-            child.ack_step(step).await;
-            child.go_on().await;
-        }
-        child.ack_step(last_acked).await;
-        if let KillPoint::DuringNext = kill {
-            child.go_on().await;
-        }
-        child.kill().await;
+        CrashChild::run_to(CHILD_TEST, dir.path(), last_acked, kill)
+            .await
+            .unwrap();
 
         let found = observe(dir.path()).await;
         let acked = expected_after(&script[..=last_acked]);

@@ -1,5 +1,5 @@
 //! The node agent's integration tests, one binary (support code compiled once): the executor,
-//! journal (durability across SIGKILL: `killed_child` re-runs this binary as the process to
+//! journal (durability across SIGKILL: `lab::crash_child` re-runs this binary as the process to
 //! kill), session and VM operations against the simulator (`ops_support`), and the
 //! `pvefleet-agent` binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
@@ -10,7 +10,6 @@ mod executor;
 mod inventory;
 mod journal_durability;
 mod journal_reopen;
-mod killed_child;
 mod ops_delete;
 mod ops_ensure;
 mod ops_power;

@@ -3,17 +3,20 @@
 //! `admin.rs`.
 
 use super::{
-    AllocateIp, AllocateVmid, ClusterStatus, Events, FleetGet, HostList, HostStatus, MemberList,
-    MemberPromote, MemberRemove, MemberReportVersions, PoolApply, PoolDelete, PoolList, ReleaseIp,
-    SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList,
-    VmApply, VmDelete, VmExplain, VmGet, VmList, VmPower, VmSnapshot, VmidRangeApply,
-    VmidRangeDelete, VmidRangeList,
+    AdminAdd, AdminList, AdminRevoke, AllocateIp, AllocateVmid, ClusterStatus, Events, FleetGet,
+    HostList, HostStatus, MemberList, MemberPromote, MemberRemove, MemberReportVersions, PoolApply,
+    PoolDelete, PoolList, ReleaseIp, SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke,
+    VipApply, VipDelete, VipList, VmApply, VmDelete, VmExplain, VmGet, VmList, VmPower, VmSnapshot,
+    VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
 use crate::Rpc;
 
 /// Every admin method name, for uniqueness checks and routing tables.
 pub const METHODS: &[&str] = &[
     <ClusterStatus as Rpc>::METHOD,
+    <AdminList as Rpc>::METHOD,
+    <AdminAdd as Rpc>::METHOD,
+    <AdminRevoke as Rpc>::METHOD,
     <MemberList as Rpc>::METHOD,
     <MemberRemove as Rpc>::METHOD,
     <MemberPromote as Rpc>::METHOD,

@@ -5,9 +5,11 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::{Done, ReadMode};
-use crate::fleet::{Event, TokenView};
+use crate::encoding::{self, EncodingError};
+use crate::fleet::{Event, EventKind, TokenView};
 use crate::identity::Role;
 use crate::rpc::Rpc;
+use crate::version::Version;
 
 /// [`TokenCreate::uses`] asking for no limit on joins before the token expires.
 pub const UNLIMITED_USES: u32 = u32::MAX;
@@ -107,4 +109,57 @@ pub struct EventsReply {
 impl Rpc for Events {
     const METHOD: &'static str = "admin.events";
     type Response = EventsReply;
+
+    /// At v1 an event about an operator identity (`EventKind::Admin`, new in v2) is told as a
+    /// settings event whose subject names the admin: a v1 reader has no such kind, and dropping
+    /// the event would hide a revocation from an operator still on an old CLI.
+    fn encode_response_at(
+        response: &EventsReply,
+        version: Version,
+    ) -> Result<Vec<u8>, EncodingError> {
+        if version >= crate::version::ADMINS {
+            return encoding::encode(response);
+        }
+        let mut v1 = response.clone();
+        for event in &mut v1.events {
+            if event.kind == EventKind::Admin {
+                event.kind = EventKind::Settings;
+                event.subject = format!("admin {}", event.subject);
+            }
+        }
+        encoding::encode(&v1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::EventLevel;
+
+    #[test]
+    fn admin_events_are_told_as_settings_events_to_a_v1_reader() {
+        let event = |kind, subject: &str| Event {
+            seq: 1,
+            at: 5,
+            level: EventLevel::Info,
+            kind,
+            subject: subject.into(),
+            message: "revoked".into(),
+        };
+        let reply = EventsReply {
+            events: vec![event(EventKind::Admin, "3"), event(EventKind::Vm, "web")],
+            first_seq: 1,
+            last_seq: 2,
+        };
+        let v1 = Events::encode_response_at(&reply, Version(1)).unwrap();
+        let read = Events::decode_response_at(Version(1), &v1).unwrap();
+        assert_eq!(read.events[0].kind, EventKind::Settings);
+        assert_eq!(read.events[0].subject, "admin 3");
+        assert_eq!(read.events[1], reply.events[1]);
+        let v2 = Events::encode_response_at(&reply, crate::version::ADMINS).unwrap();
+        assert_eq!(
+            Events::decode_response_at(crate::version::ADMINS, &v2).unwrap(),
+            reply
+        );
+    }
 }

@@ -55,6 +55,8 @@ pub enum EventKind {
     Vip,
     /// The cluster settings.
     Settings,
+    /// An operator identity (encoding v2 and later; see `admin::Events`'s encoding at v1).
+    Admin,
 }
 
 impl EventKind {
@@ -69,6 +71,7 @@ impl EventKind {
             EventKind::VmidRange => "vmid_range",
             EventKind::Vip => "vip",
             EventKind::Settings => "settings",
+            EventKind::Admin => "admin",
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Nothing the Raft store reported durable is lost when its process is SIGKILLed.
 //!
-//! A child process (see `killed_child.rs`) runs [`script`] through the real store with sled's
+//! A child process (see `lab::crash_child`) runs [`script`] through the real store with sled's
 //! background flush off, acknowledging each step once the store call returned: `save_vote`,
 //! `append` once its callback reported the entries flushed, `truncate`, `purge`, a snapshot
 //! build, a snapshot install. The parent kills it after step `k` (before anything later could
@@ -13,7 +13,7 @@
 #![cfg(test)]
 
 use crate::common::ListMachine;
-use crate::killed_child::{self, KilledChild};
+use lab::crash_child::{self, CrashChild, KillPoint};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -255,14 +255,14 @@ async fn run(step: &Step, log: &mut LogStore, sm: &mut StateMachineStore<ListMac
 #[tokio::test]
 #[ignore = "child mode of the crash tests below, which run it in a process they SIGKILL"]
 async fn store_child() {
-    let Some(dir) = killed_child::child_dir() else {
+    let Some(dir) = crash_child::child_dir() else {
         return;
     };
     let (mut log, mut sm) =
         raft::store::open_with(&dir, ListMachine::default(), &crash_options()).unwrap();
     for (index, step) in script().iter().enumerate() {
         run(step, &mut log, &mut sm).await;
-        if !killed_child::acknowledge_and_wait(index) {
+        if !crash_child::acknowledge_and_wait(index) {
             return;
         }
     }
@@ -301,31 +301,15 @@ async fn observe(dir: &Path) -> Durable {
     }
 }
 
-/// Where the parent kills the child, relative to the acknowledgement of the chosen step.
-#[derive(Clone, Copy, Debug)]
-enum KillPoint {
-    /// Right after the acknowledgement, while the child waits: nothing later has flushed.
-    AfterAck,
-    /// Just after letting it go on: somewhere in the next step (or before it starts).
-    DuringNext,
-}
-
 /// Kills a child at every step of the script and checks the reopened store each time.
 async fn sweep(kill: KillPoint) {
     let script = script();
     let mut failures = Vec::new();
     for last_acked in 0..script.len() {
         let dir = TempDir::new().unwrap();
-        let mut child = KilledChild::spawn(CHILD_TEST, dir.path());
-        for step in 0..last_acked {
-            child.ack_step(step).await;
-            child.go_on().await;
-        }
-        child.ack_step(last_acked).await;
-        if let KillPoint::DuringNext = kill {
-            child.go_on().await;
-        }
-        child.kill().await;
+        CrashChild::run_to(CHILD_TEST, dir.path(), last_acked, kill)
+            .await
+            .unwrap();
 
         let found = observe(dir.path()).await;
         let acked = expected_after(&script[..=last_acked]);

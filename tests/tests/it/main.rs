@@ -4,6 +4,7 @@
 //! own (`make package-test`): it builds the release package and boots containers.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
+mod admins;
 mod architecture;
 mod client_errors;
 mod client_lifecycle;

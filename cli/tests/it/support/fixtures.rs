@@ -62,7 +62,7 @@ pub(crate) fn status() -> ClusterStatusReply {
         term: 7,
         commit_index: 1042,
         applied_index: 1041,
-        cluster_version: protocol::version::CURRENT,
+        cluster_version: protocol::Version(2),
         members: vec![
             member(
                 1,

@@ -141,13 +141,23 @@ pub(crate) struct Cluster {
 impl Cluster {
     /// `init` and start the founder.
     pub(crate) async fn found(snapshot_logs: Option<u64>) -> Cluster {
-        let mut cluster = Cluster::init(snapshot_logs);
+        Cluster::found_with_admin_renewal(snapshot_logs, 0).await
+    }
+
+    /// `init --admin-renewal-days DAYS` and start the founder.
+    pub(crate) async fn found_with_admin_renewal(snapshot_logs: Option<u64>, days: u32) -> Cluster {
+        let mut cluster = Cluster::init_with(snapshot_logs, days);
         cluster.members[0].start(snapshot_logs).await;
         cluster
     }
 
     /// `init` the founder's directory without starting it (`members[0].start` does).
     pub(crate) fn init(snapshot_logs: Option<u64>) -> Cluster {
+        Cluster::init_with(snapshot_logs, 0)
+    }
+
+    /// `init` (with `--admin-renewal-days admin_renewal_days`) without starting the founder.
+    pub(crate) fn init_with(snapshot_logs: Option<u64>, admin_renewal_days: u32) -> Cluster {
         tls_provider();
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("m1");
@@ -157,6 +167,7 @@ impl Cluster {
             listen,
             cluster_id: Some("daemon-test".into()),
             http: None,
+            admin_renewal_days,
         })
         .unwrap();
         let admin_tls = NodeDir::new(&dir).load_admin_material().unwrap();

@@ -2,6 +2,7 @@
 //! audits the allocation invariants after it, and refusals are checked to leave the state
 //! untouched.
 
+mod admins;
 mod alloc_ips;
 mod alloc_vmids;
 mod cluster;
