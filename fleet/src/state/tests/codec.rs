@@ -187,3 +187,26 @@ fn the_fleet_view_renders_as_json_for_the_cli() {
     let back: protocol::fleet::FleetView = serde_json::from_str(&json).unwrap();
     assert_eq!(back, view);
 }
+
+#[test]
+fn a_command_of_a_newer_version_is_refused_at_an_older_cluster_version_with_the_way_forward() {
+    let revoke = Command::RevokeAdmin { id: 3, now: 1 };
+    let v1 = Version(1);
+    let e = encode_command(&revoke, v1).unwrap_err();
+    assert!(matches!(e, CodecError::TooNew { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains("needs cluster version v2, the cluster is at v1")
+            && e.to_string()
+                .contains("every member runs a release that reads v2"),
+        "{e}"
+    );
+    // Written at v2, it decodes; the same bytes claiming v1 are refused as malformed.
+    let mut bytes = encode_command(&revoke, CURRENT).unwrap();
+    assert_eq!(decode_command(&bytes).unwrap(), revoke);
+    bytes[..2].copy_from_slice(&v1.0.to_be_bytes());
+    assert!(matches!(
+        decode_command(&bytes),
+        Err(CodecError::Malformed { .. })
+    ));
+}
