@@ -21,8 +21,10 @@
 //! - [`scheduler`]: where a VM may run and where it should (PVE's static-scheduler criteria).
 //! - [`reconcile`]: what to do next for every VM, and what an agent's result means.
 //! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
+//! - [`vip`]: VIP decisions: who should own one, the majority-granted lease, health rise/fall.
 
 pub mod reconcile;
 pub mod scheduler;
 pub mod state;
 pub mod views;
+pub mod vip;
