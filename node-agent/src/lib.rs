@@ -31,6 +31,7 @@ mod record;
 pub mod session;
 mod systemd;
 mod typed;
+pub mod vip;
 
 pub use error::JournalError;
 pub use executor::Executor;

@@ -18,3 +18,4 @@ mod ops_support;
 mod session;
 mod session_renew;
 mod systemd_notify;
+mod vip_addresses;
