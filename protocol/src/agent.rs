@@ -17,6 +17,7 @@
 mod command;
 mod inventory;
 mod session;
+mod vip;
 
 pub use command::{
     AgentCommand, CommandFailure, CommandOutput, CommandResult, DeleteVm, EnsureVm, FailureKind,
@@ -26,9 +27,14 @@ pub use inventory::{
     DiskUsage, HostResources, Inventory, ObservedVm, PveNodeInfo, StorageInfo, TemplateInfo,
 };
 pub use session::{Heartbeat, HeartbeatAck};
+pub use vip::{VipClaim, VipRelease, VipReleased, VipRenew, VipRenewReply, VipVouch};
 
 /// The PVE tag marking a VM as managed by the fleet. The agent touches only VMs carrying it.
 pub const OWNERSHIP_TAG: &str = "pvefleet";
 
 /// Every agent method name, for uniqueness checks and routing tables.
-pub const METHODS: &[&str] = &[<Heartbeat as crate::Rpc>::METHOD];
+pub const METHODS: &[&str] = &[
+    <Heartbeat as crate::Rpc>::METHOD,
+    <VipRenew as crate::Rpc>::METHOD,
+    <VipRelease as crate::Rpc>::METHOD,
+];

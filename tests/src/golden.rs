@@ -1086,4 +1086,31 @@ fn wire_samples(out: &mut Vec<Golden>) {
         },
     );
     rpc(out, admin::AdminRevoke { id: 1 }, done);
+    let claims = vec![protocol::agent::VipClaim {
+        name: "api".into(),
+        epoch: 1,
+    }];
+    rpc(
+        out,
+        protocol::agent::VipRenew {
+            claims: claims.clone(),
+        },
+        protocol::agent::VipRenewReply {
+            vouches: vec![
+                protocol::agent::VipVouch {
+                    name: "api".into(),
+                    outcome: Ok(400),
+                },
+                protocol::agent::VipVouch {
+                    name: "dns".into(),
+                    outcome: Err("no VIP named \"dns\"".into()),
+                },
+            ],
+        },
+    );
+    rpc(
+        out,
+        protocol::agent::VipRelease { claims },
+        protocol::agent::VipReleased {},
+    );
 }

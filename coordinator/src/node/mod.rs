@@ -166,6 +166,9 @@ impl CoordinatorNode {
             metrics: Arc::clone(&metrics),
             control: Arc::new(crate::control::Control::new(control)),
             runs: crate::service::ops::one_shot_runs(),
+            vip_promises: crate::service::vip_lease::VipPromises::new(
+                fleet::vip::lease::LeaseConfig::default(),
+            ),
         });
         let mut router = transport::Router::new();
         raft::network::register(&mut router, raft.clone());

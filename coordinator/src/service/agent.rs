@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use protocol::Role;
-use protocol::agent::{Heartbeat, HeartbeatAck};
+use protocol::agent::{Heartbeat, HeartbeatAck, VipRelease, VipReleased, VipRenew, VipRenewReply};
 use protocol::fleet::HostState;
 use transport::{Caller, RemoteError, Router, Service};
 
@@ -23,12 +23,31 @@ use crate::control::session::{
 use fleet::state::Command;
 use protocol::time::Now;
 
-/// Registers `Heartbeat` on the Agent service.
+/// Registers `Heartbeat` (the leader answers) and the VIP lease's `VipRenew` and `VipRelease`
+/// (every member answers for itself) on the Agent service.
 pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
-    let ctx = Arc::clone(ctx);
+    let beats = Arc::clone(ctx);
     router.handle(Service::Agent, move |caller: Caller, beat: Heartbeat| {
-        let ctx = Arc::clone(&ctx);
+        let ctx = Arc::clone(&beats);
         async move { ctx.heartbeat(&caller, beat).await }
+    });
+    let renewals = Arc::clone(ctx);
+    router.handle(Service::Agent, move |caller: Caller, req: VipRenew| {
+        let ctx = Arc::clone(&renewals);
+        async move {
+            let host = beating_host(&caller)?;
+            let vouches = ctx.read_local(|s| ctx.vip_promises.renew(s, host, &req.claims))?;
+            Ok(VipRenewReply { vouches })
+        }
+    });
+    let releases = Arc::clone(ctx);
+    router.handle(Service::Agent, move |caller: Caller, req: VipRelease| {
+        let ctx = Arc::clone(&releases);
+        async move {
+            let host = beating_host(&caller)?;
+            ctx.vip_promises.release(host, &req.claims);
+            Ok(VipReleased {})
+        }
     });
 }
 

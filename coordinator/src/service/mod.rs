@@ -27,6 +27,7 @@ pub(crate) mod renew;
 pub(crate) mod route;
 pub(crate) mod status;
 pub(crate) mod tokens;
+pub(crate) mod vip_lease;
 pub(crate) mod writes;
 
 use std::sync::Arc;
@@ -69,6 +70,8 @@ pub(crate) struct Ctx {
     pub(crate) control: Arc<Control>,
     /// One-shot agent commands (restart, snapshots) in flight, joined by identical retries.
     pub(crate) runs: ops::OneShotRuns,
+    /// This member's VIP promises (every member vouches, not only the leader).
+    pub(crate) vip_promises: vip_lease::VipPromises,
 }
 
 impl Ctx {

@@ -32,19 +32,21 @@ pub struct LeaseConfig {
 }
 
 impl Default for LeaseConfig {
-    /// A lease of 400 ms renewed every 100 ms, 1 % drift, 50 ms margin: an owner that dies is
-    /// replaced about half a second after its last renewal.
     fn default() -> LeaseConfig {
-        LeaseConfig {
-            lease_ms: 400,
-            renew_every_ms: 100,
-            drift_ppm: 10_000,
-            margin_ms: 50,
-        }
+        LeaseConfig::DEFAULT
     }
 }
 
 impl LeaseConfig {
+    /// A lease of 400 ms renewed every 100 ms, 1 % drift, 50 ms margin: an owner that dies is
+    /// replaced about half a second after its last renewal.
+    pub const DEFAULT: LeaseConfig = LeaseConfig {
+        lease_ms: 400,
+        renew_every_ms: 100,
+        drift_ppm: 10_000,
+        margin_ms: 50,
+    };
+
     /// Checks the settings.
     ///
     /// # Errors
@@ -214,12 +216,7 @@ impl PromiseBook {
 mod tests {
     use super::*;
 
-    const CFG: LeaseConfig = LeaseConfig {
-        lease_ms: 400,
-        renew_every_ms: 100,
-        drift_ppm: 10_000,
-        margin_ms: 50,
-    };
+    const CFG: LeaseConfig = LeaseConfig::DEFAULT;
 
     fn book() -> PromiseBook {
         PromiseBook::new(0, &CFG)

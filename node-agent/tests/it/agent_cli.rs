@@ -434,8 +434,17 @@ async fn a_token_on_standard_input_joins_and_never_appears_in_proc_cmdline() {
         .spawn()
         .unwrap();
     let pid = child.id().unwrap();
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    // Right after fork the child still shows the test's command line: wait (bounded) for the
+    // exec of the agent before reading what every local user would see.
+    let mut cmdline = String::new();
+    for _ in 0..500 {
+        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmdline.contains("join --token-file") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     assert!(
         cmdline.contains("join --token-file - 127.0.0.1:"),
         "{cmdline}"
