@@ -27,7 +27,9 @@ pub use inventory::{
     DiskUsage, HostResources, Inventory, ObservedVm, PveNodeInfo, StorageInfo, TemplateInfo,
 };
 pub use session::{Heartbeat, HeartbeatAck};
-pub use vip::{VipClaim, VipRelease, VipReleased, VipRenew, VipRenewReply, VipVouch};
+pub use vip::{
+    VipClaim, VipRelease, VipReleased, VipRenew, VipRenewReply, VipVouch, held_until, majority,
+};
 
 /// The PVE tag marking a VM as managed by the fleet. The agent touches only VMs carrying it.
 pub const OWNERSHIP_TAG: &str = "pvefleet";

@@ -91,22 +91,7 @@ impl LeaseConfig {
     }
 }
 
-/// How many members make a majority of `members`.
-pub fn majority(members: usize) -> usize {
-    members / 2 + 1
-}
-
-/// Until when (agent clock) the holder may hold the VIP: `acked_sends[i]` is the send time of
-/// the latest renewal member `i` acknowledged as a promise. `None` while fewer than a majority
-/// of `members` vouch; the holder must not hold the address then.
-pub fn held_until(acked_sends: &[Option<u64>], members: usize, lease_ms: u64) -> Option<u64> {
-    let mut sends: Vec<u64> = acked_sends.iter().flatten().copied().collect();
-    sends.sort_unstable_by(|a, b| b.cmp(a));
-    let quorum = majority(members);
-    sends
-        .get(quorum.checked_sub(1)?)
-        .map(|s| s.saturating_add(lease_ms))
-}
+pub use protocol::agent::{held_until, majority};
 
 /// One member's promise for one VIP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

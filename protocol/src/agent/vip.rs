@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::rpc::Rpc;
 
+// How a holder reads the members' answers: the contract both sides of the lease rely on (the
+// members' promise book is `fleet::vip::lease`, the agent's holding `node-agent::vip::holding`).
+
 /// A VIP the caller holds, or wants to, under an ownership epoch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VipClaim {
@@ -65,4 +68,21 @@ pub struct VipReleased {}
 impl Rpc for VipRelease {
     const METHOD: &'static str = "agent.vip_release";
     type Response = VipReleased;
+}
+
+/// How many members make a majority of `members`.
+pub fn majority(members: usize) -> usize {
+    members / 2 + 1
+}
+
+/// Until when (agent clock) the holder may hold the VIP: `acked_sends[i]` is the send time of
+/// the latest renewal member `i` acknowledged as a promise. `None` while fewer than a majority
+/// of `members` vouch; the holder must not hold the address then.
+pub fn held_until(acked_sends: &[Option<u64>], members: usize, lease_ms: u64) -> Option<u64> {
+    let mut sends: Vec<u64> = acked_sends.iter().flatten().copied().collect();
+    sends.sort_unstable_by(|a, b| b.cmp(a));
+    let quorum = majority(members);
+    sends
+        .get(quorum.checked_sub(1)?)
+        .map(|s| s.saturating_add(lease_ms))
 }
