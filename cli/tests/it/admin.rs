@@ -5,17 +5,17 @@
 //! cluster's own refusals reaching the user unchanged.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::support::fixtures::*;
-use crate::support::{FakeMember, Pki, bounded};
+use crate::support::{FakeMember, Pki, bounded, pvefleet};
 use bootstrap::cli_config::CliConfig;
 use bootstrap::paths::{read_public, read_secret};
 use bootstrap::{NodeDir, NodeKey, cert_identity};
 use clap::Parser;
-use cli::exit::{CliError, ExitStatus};
+use cli::exit::ExitStatus;
 use cli::output::{AdminAdded, AdminRevoked, admin_state};
 use cli::{Cli, default_out_dir, run};
 use protocol::Role;
@@ -25,24 +25,6 @@ use protocol::admin::{
 use protocol::fleet::AdminRecord;
 use serde_json::json;
 use transport::{Caller, RemoteError, Router, Service};
-
-/// Runs `pvefleet --config <config> ARGS` at the fixtures' clock and returns the result and
-/// what it printed.
-async fn pvefleet(config: &Path, args: &[&str]) -> (Result<(), CliError>, String) {
-    let argv = [
-        "pvefleet",
-        "--config",
-        config.to_str().unwrap(),
-        "--timeout",
-        "20",
-    ]
-    .into_iter()
-    .chain(args.iter().copied());
-    let cli = Cli::try_parse_from(argv).unwrap();
-    let mut out = Vec::new();
-    let result = bounded(run(&cli, &mut out, NOW)).await;
-    (result, String::from_utf8(out).unwrap())
-}
 
 type Log<T> = Arc<Mutex<Vec<T>>>;
 

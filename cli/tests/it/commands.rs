@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::support::{FakeMember, Pki, bounded};
+use crate::support::{FakeMember, Pki, bounded, pvefleet};
 use clap::Parser;
-use cli::exit::{CliError, ExitStatus};
-use cli::{Cli, run};
+use cli::Cli;
+use cli::exit::ExitStatus;
 use protocol::Role;
 use protocol::admin::{
     ApplyOutcome, ClusterStatus, ClusterStatusReply, HostList, HostListReply, ReadMode,
@@ -17,23 +17,6 @@ use protocol::admin::{
 use protocol::fleet::{Capacity, Host, HostState, TokenView, VmRecord};
 use serde_json::json;
 use transport::{RemoteError, Router, Service};
-
-/// Runs `pvefleet --config <config> ARGS` and returns the result and what it printed.
-async fn pvefleet(config: &std::path::Path, args: &[&str]) -> (Result<(), CliError>, String) {
-    let argv = [
-        "pvefleet",
-        "--config",
-        config.to_str().unwrap(),
-        "--timeout",
-        "20",
-    ]
-    .into_iter()
-    .chain(args.iter().copied());
-    let cli = Cli::try_parse_from(argv).unwrap();
-    let mut out = Vec::new();
-    let result = bounded(run(&cli, &mut out, 1_740_830_400_000)).await;
-    (result, String::from_utf8(out).unwrap())
-}
 
 type Log<T> = Arc<Mutex<Vec<T>>>;
 

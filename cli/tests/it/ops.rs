@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::fixtures::{NOW, web_1};
-use crate::support::{FakeMember, Pki, bounded};
+use crate::support::{FakeMember, Pki, pvefleet, pvefleet_within};
 use clap::Parser;
-use cli::exit::{CliError, ExitStatus};
-use cli::{Cli, run};
+use cli::Cli;
+use cli::exit::ExitStatus;
 use protocol::admin::{
     Events, EventsReply, HostList, HostListReply, HostStatus, HostStatusEntry, HostStatusReply,
     ReadMode, VmExplain, VmExplainReply, VmGet, VmPower, VmPowerAction, VmPowerReply, VmSnapshot,
@@ -20,31 +20,6 @@ use protocol::fleet::{Capacity, Event, EventKind, EventLevel, Host, HostState};
 use serde_json::json;
 use tokio::time::Instant;
 use transport::{RemoteError, Router, Service};
-
-/// Runs `pvefleet --config <config> --timeout <timeout> ARGS`; returns the result and stdout.
-async fn pvefleet_within(
-    config: &std::path::Path,
-    timeout: &str,
-    args: &[&str],
-) -> (Result<(), CliError>, String) {
-    let argv = [
-        "pvefleet",
-        "--config",
-        config.to_str().unwrap(),
-        "--timeout",
-        timeout,
-    ]
-    .into_iter()
-    .chain(args.iter().copied());
-    let cli = Cli::try_parse_from(argv).unwrap();
-    let mut out = Vec::new();
-    let result = bounded(run(&cli, &mut out, NOW)).await;
-    (result, String::from_utf8(out).unwrap())
-}
-
-async fn pvefleet(config: &std::path::Path, args: &[&str]) -> (Result<(), CliError>, String) {
-    pvefleet_within(config, "20", args).await
-}
 
 type Log<T> = Arc<Mutex<Vec<T>>>;
 

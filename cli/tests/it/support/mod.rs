@@ -130,3 +130,34 @@ impl Drop for FakeMember {
         self.shutdown.cancel();
     }
 }
+
+/// Runs `pvefleet --config <config> --timeout <timeout> ARGS` at the fixtures' clock
+/// ([`fixtures::NOW`]); the result and what it printed.
+pub(crate) async fn pvefleet_within(
+    config: &Path,
+    timeout: &str,
+    args: &[&str],
+) -> (Result<(), cli::exit::CliError>, String) {
+    use clap::Parser;
+    let argv = [
+        "pvefleet",
+        "--config",
+        config.to_str().unwrap(),
+        "--timeout",
+        timeout,
+    ]
+    .into_iter()
+    .chain(args.iter().copied());
+    let cli = cli::Cli::try_parse_from(argv).unwrap();
+    let mut out = Vec::new();
+    let result = bounded(cli::run(&cli, &mut out, fixtures::NOW)).await;
+    (result, String::from_utf8(out).unwrap())
+}
+
+/// [`pvefleet_within`] 20 seconds.
+pub(crate) async fn pvefleet(
+    config: &Path,
+    args: &[&str],
+) -> (Result<(), cli::exit::CliError>, String) {
+    pvefleet_within(config, "20", args).await
+}
