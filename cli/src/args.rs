@@ -413,9 +413,23 @@ pub enum RangeCommand {
 pub enum VipCommand {
     /// Create or update VIPs from the `[[vip]]` tables of a file.
     Apply(ApplyArgs),
-    /// List VIPs and the host holding each.
+    /// List VIPs: the host holding each, since when, and how many hosts could take it over
+    /// (the leader's live view; with `--stale`, the replicated owners only).
     #[command(visible_alias = "list")]
     Ls,
+    /// Show VIPs with every host's standing: eligible, or why not.
+    Show {
+        /// The VIP's name (every VIP when absent).
+        name: Option<String>,
+    },
+    /// Hand a VIP to another host now (it must be eligible); the owner lets go once that host
+    /// claims it, so the address is unreachable for a few milliseconds.
+    Move {
+        /// The VIP's name.
+        name: String,
+        /// The host to hand it to.
+        host: String,
+    },
     /// Delete a VIP.
     #[command(visible_alias = "rm")]
     Delete {

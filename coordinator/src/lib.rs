@@ -21,3 +21,4 @@ mod reconciler;
 mod service;
 pub mod setup;
 pub mod tokens;
+mod vip_manager;

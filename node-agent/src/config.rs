@@ -9,6 +9,7 @@
 //! heartbeat_ms = 1000
 //! inventory_ms = 5000
 //! log = "info"                           # RUST_LOG wins
+//! vip_holding = "auto"                   # or "host" or "simulated" (auto: simulated with sim)
 //! [labels]
 //! zone = "a"
 //! [pve]
@@ -69,8 +70,38 @@ pub struct AgentConfig {
     /// variable wins over it.
     #[serde(default = "default_log")]
     pub log: String,
+    /// How VIPs granted to this host are held: `auto` (the default) holds them on the host's
+    /// interfaces, or only simulates holding with the `sim` backend; `host` always holds them
+    /// for real (the namespace testbed: simulated PVE, real addresses); `simulated` never
+    /// touches an interface.
+    #[serde(default)]
+    pub vip_holding: VipHolding,
     /// The PVE backend.
     pub pve: PveConfig,
+}
+
+/// How VIPs are held (`vip_holding = ...`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VipHolding {
+    /// On the host's interfaces, simulated with the `sim` backend.
+    #[default]
+    Auto,
+    /// Always on the host's interfaces.
+    Host,
+    /// Never on an interface: recorded and reported as simulated.
+    Simulated,
+}
+
+impl VipHolding {
+    /// Whether holding is simulated with backend `pve`.
+    pub fn is_simulated(self, pve: &PveConfig) -> bool {
+        match self {
+            VipHolding::Auto => matches!(pve, PveConfig::Sim(_)),
+            VipHolding::Host => false,
+            VipHolding::Simulated => true,
+        }
+    }
 }
 
 /// How the agent reaches PVE on this host (`[pve] backend = ...`).

@@ -36,6 +36,9 @@ use crate::session::{
     CertRenewal, MAX_CONCURRENT, RENEW_CHECK, Session, SessionConfig, SessionStatus, Target,
 };
 use crate::systemd;
+use crate::vip::holder::{SimHeld, SimHolder};
+use crate::vip::host::HostHolder;
+use crate::vip::keeper::{Keeper, KeeperConfig};
 
 /// The journal's directory below the data directory.
 pub const JOURNAL_DIR: &str = "journal";
@@ -105,6 +108,9 @@ pub enum AgentError {
     /// A task of the agent failed.
     #[error("agent task failed: {0}")]
     Task(String),
+    /// VIPs cannot be held on this host.
+    #[error("cannot hold VIPs on this host: {0}; or set vip_holding = \"simulated\"")]
+    Vip(crate::vip::host::HoldError),
 }
 
 /// Starts agents.
@@ -117,6 +123,7 @@ pub struct RunningAgent {
     host: String,
     backend: &'static str,
     sim: Option<Sim>,
+    vips: Option<SimHeld>,
     endpoint: Endpoint,
     stop: CancellationToken,
     session: JoinHandle<()>,
@@ -205,7 +212,7 @@ impl Agent {
                 host_name: host.clone(),
                 labels: config.labels.clone(),
                 heartbeat: Duration::from_millis(config.heartbeat_ms),
-                members,
+                members: members.clone(),
                 max_concurrent: MAX_CONCURRENT,
                 shutdown_grace: SHUTDOWN_GRACE,
             },
@@ -218,6 +225,30 @@ impl Agent {
         let tasks = TaskTracker::new();
         tasks.spawn(collector.run(stop.clone()));
         tasks.spawn(renewal.run(stop.clone()));
+        let vips = if config.vip_holding.is_simulated(&config.pve) {
+            let holder = SimHolder::new();
+            let held = holder.held();
+            let keeper = Keeper::new(
+                cluster.node_id,
+                endpoint.clone(),
+                members.clone(),
+                holder,
+                KeeperConfig::DEFAULT,
+            );
+            tasks.spawn(keeper.run(stop.clone()));
+            Some(held)
+        } else {
+            let holder = HostHolder::connect().map_err(AgentError::Vip)?;
+            let keeper = Keeper::new(
+                cluster.node_id,
+                endpoint.clone(),
+                members.clone(),
+                holder,
+                KeeperConfig::DEFAULT,
+            );
+            tasks.spawn(keeper.run(stop.clone()));
+            None
+        };
         let health = systemd::AgentHealth {
             status: status.clone(),
         };
@@ -231,6 +262,7 @@ impl Agent {
             host,
             backend: pve.kind,
             sim: pve.sim,
+            vips,
             endpoint,
             stop,
             session,
@@ -263,6 +295,11 @@ impl RunningAgent {
     /// The simulator of a `sim` backend (to act behind the agent's back in tests and demos).
     pub fn sim(&self) -> Option<&Sim> {
         self.sim.as_ref()
+    }
+
+    /// What a simulated host holds (`None` when VIPs are held on the host's interfaces).
+    pub fn simulated_vips(&self) -> Option<&SimHeld> {
+        self.vips.as_ref()
     }
 
     /// Follows the session's status (acks, leader, lease, commands).

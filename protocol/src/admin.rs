@@ -12,6 +12,7 @@ mod methods;
 mod ops;
 mod resources;
 mod tokens;
+mod vips;
 mod vm;
 
 use serde::{Deserialize, Serialize};
@@ -37,6 +38,7 @@ pub use tokens::{
     Events, EventsReply, TokenCreate, TokenCreateReply, TokenList, TokenListReply, TokenRevoke,
     UNLIMITED_USES,
 };
+pub use vips::{VipHostStatus, VipMove, VipMoveReply, VipStatus, VipStatusEntry, VipStatusReply};
 pub use vm::{
     AllocateVmid, AllocateVmidReply, VmApply, VmApplyReply, VmDelete, VmDeleteReply, VmGet, VmList,
     VmListReply,

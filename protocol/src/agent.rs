@@ -28,7 +28,8 @@ pub use inventory::{
 };
 pub use session::{Heartbeat, HeartbeatAck};
 pub use vip::{
-    VipClaim, VipRelease, VipReleased, VipRenew, VipRenewReply, VipVouch, held_until, majority,
+    VipCandidacy, VipClaim, VipMember, VipRelease, VipReleased, VipRenew, VipRenewReply, VipReport,
+    VipVouch, held_until, majority,
 };
 
 /// The PVE tag marking a VM as managed by the fleet. The agent touches only VMs carrying it.

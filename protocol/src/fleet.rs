@@ -26,7 +26,7 @@ pub use cluster::{
 };
 pub use event::{Event, EventKind, EventLevel};
 pub use token::{StoredToken, TokenRefusal, TokenView, validate_token_record};
-pub use view::FleetView;
+pub use view::{FleetView, FleetViewV1};
 pub use vm::{Assignment, Condition, ConditionKind, NicAddress, VmPhase, VmRecord, VmStatus};
 
 /// A point in time: milliseconds since the Unix epoch (UTC).

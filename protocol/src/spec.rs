@@ -25,6 +25,8 @@ mod infra;
 mod labels;
 pub(crate) mod rules;
 pub(crate) mod validate;
+mod vip_check;
+mod vip_v1;
 mod vm_parts;
 
 #[cfg(test)]
@@ -40,11 +42,13 @@ pub use description::{
 };
 pub use file::{FleetSpecFile, SpecFileError, VmSpecFile, parse_fleet_file, parse_vm_file};
 pub use infra::{
-    IpPoolSpec, PoolBounds, VipSpec, VmidRangeSpec, validate_ip_owner, validate_ip_pool,
-    validate_vip, validate_vmid_range,
+    DEFAULT_PREEMPT_DELAY_SECS, IpPoolSpec, MAX_VIP_CHECKS, PoolBounds, VipSpec, VmidRangeSpec,
+    validate_ip_owner, validate_ip_pool, validate_vip, validate_vmid_range,
 };
 pub use labels::Labels;
 pub use validate::{SpecError, validate_spec};
+pub use vip_check::{CheckType, VipCheck, validate_check};
+pub use vip_v1::{VipSpecV1, VipV1};
 pub use vm_parts::{
     Bios, CloneMode, CloudInitSpec, DesiredState, DiskCache, DiskOptions, DiskSpec, NicIp,
     NicModel, NicSpec, OsType, Placement, RestartPolicy, ScsiController, TemplateSpec,

@@ -28,11 +28,18 @@ pub const OLDEST: Version = Version(1);
 /// The newest version this build reads and writes.
 ///
 /// - v1: the first versioned release (`tests/upgrade-pin`).
-/// - v2: operator identities: the admin commands and records, `EventKind::Admin`.
+/// - v2: operator identities (the admin commands and records, `EventKind::Admin`) and VIP
+///   holding (the lease's `agent.vip_renew`/`agent.vip_release`, `admin.vip_status|move`,
+///   `MoveVip`, `ApplyVip`, the VIP spec's labels, preemption and checks). Not released yet
+///   (the pin is v1): its layouts may change until a release carries it.
 pub const CURRENT: Version = Version(2);
 
 /// The version that introduced operator identities (admin records, revocation).
 pub const ADMINS: Version = Version(2);
+
+/// The version that introduced VIP holding (the lease messages, `MoveVip`, `ApplyVip`, the
+/// VIP spec's labels, preemption and checks).
+pub const VIP_HOLDING: Version = Version(2);
 
 impl Version {
     /// Whether this build reads and writes `self`.

@@ -24,7 +24,10 @@ use protocol::fleet::{
     StoredToken, VmStatus,
 };
 use protocol::join::{JoinRequest, JoinResponse, RenewRequest, RenewResponse};
-use protocol::spec::{DesiredState, IpPoolSpec, NicIp, NicSpec, VipSpec, VmSpec, VmidRangeSpec};
+use protocol::spec::{
+    CheckType, DesiredState, IpPoolSpec, NicIp, NicSpec, VipCheck, VipSpec, VipSpecV1, VmSpec,
+    VmidRangeSpec,
+};
 use protocol::version::{Version, VersionRange};
 use transport::frame::RequestEnvelope;
 use transport::{RemoteCode, RemoteError};
@@ -243,12 +246,54 @@ fn range_spec() -> VmidRangeSpec {
     }
 }
 
-fn vip_spec() -> VipSpec {
-    VipSpec {
+fn vip_spec_v1() -> VipSpecV1 {
+    VipSpecV1 {
         name: "api".into(),
         address: "10.0.0.200/24".into(),
         interface: "vmbr0".into(),
         hosts: vec!["pve-a".into()],
+    }
+}
+
+fn vip_spec() -> VipSpec {
+    VipSpec::from(vip_spec_v1())
+}
+
+/// A VIP using every field v2 added.
+fn vip_spec_checked() -> VipSpec {
+    VipSpec {
+        name: "pve-api".into(),
+        address: "10.0.0.202/24".into(),
+        labels: [("zone".to_string(), "a".to_string())].into(),
+        preempt: true,
+        preempt_delay_secs: 60,
+        checks: vec![
+            VipCheck {
+                kind: CheckType::Https,
+                port: Some(8006),
+                address: None,
+                path: Some("/api2/json/version".into()),
+                expect_status: Some(401),
+                command: vec![],
+                interval_ms: 1000,
+                timeout_ms: 500,
+                rise: 2,
+                fall: 3,
+            },
+            VipCheck {
+                kind: CheckType::Command,
+                port: None,
+                address: None,
+                path: None,
+                expect_status: None,
+                command: vec!["/usr/local/bin/check".into(), "--quick".into()],
+                interval_ms: 2000,
+                timeout_ms: 1000,
+                rise: 1,
+                fall: 1,
+            },
+        ],
+        ..vip_spec()
     }
 }
 
@@ -385,7 +430,7 @@ pub fn commands() -> Vec<Command> {
             now,
         },
         Command::PutVip {
-            spec: vip_spec(),
+            spec: vip_spec_v1(),
             now,
         },
         Command::SetVipOwner {
@@ -470,10 +515,10 @@ pub fn commands() -> Vec<Command> {
             now,
         },
         Command::PutVip {
-            spec: VipSpec {
+            spec: VipSpecV1 {
                 name: "spare".into(),
                 address: "10.0.0.201/24".into(),
-                ..vip_spec()
+                ..vip_spec_v1()
             },
             now,
         },
@@ -511,6 +556,17 @@ pub fn commands() -> Vec<Command> {
             now,
         },
         Command::RevokeAdmin { id: 1, now },
+        Command::MoveVip {
+            name: "api".into(),
+            owner: Some(3),
+            expected_epoch: 1,
+            reason: "moved by operator".into(),
+            now,
+        },
+        Command::ApplyVip {
+            spec: vip_spec_checked(),
+            now,
+        },
         Command::RecordEvent {
             level: EventLevel::Info,
             kind: EventKind::Admin,
@@ -1086,6 +1142,44 @@ fn wire_samples(out: &mut Vec<Golden>) {
         },
     );
     rpc(out, admin::AdminRevoke { id: 1 }, done);
+    let vip = protocol::fleet::Vip {
+        spec: vip_spec_checked(),
+        generation: 1,
+        owner: Some(3),
+        epoch: 2,
+    };
+    rpc(
+        out,
+        admin::VipStatus {
+            name: Some("api".into()),
+        },
+        admin::VipStatusReply {
+            vips: vec![admin::VipStatusEntry {
+                vip,
+                owner_name: Some("pve-a".into()),
+                since: Some(NOW),
+                held: true,
+                simulated: false,
+                hosts: vec![admin::VipHostStatus {
+                    id: 3,
+                    host: "pve-a".into(),
+                    priority: 1,
+                    eligible: false,
+                    why_not: Some("its agent is stopping".into()),
+                    simulated: false,
+                    renewed_ms_ago: Some(40),
+                }],
+            }],
+        },
+    );
+    rpc(
+        out,
+        admin::VipMove {
+            name: "api".into(),
+            host: "pve-a".into(),
+        },
+        admin::VipMoveReply { owner: 3, epoch: 3 },
+    );
     let claims = vec![protocol::agent::VipClaim {
         name: "api".into(),
         epoch: 1,
@@ -1094,6 +1188,18 @@ fn wire_samples(out: &mut Vec<Golden>) {
         out,
         protocol::agent::VipRenew {
             claims: claims.clone(),
+            reports: vec![
+                protocol::agent::VipReport {
+                    name: "api".into(),
+                    ready: Ok(()),
+                },
+                protocol::agent::VipReport {
+                    name: "dns".into(),
+                    ready: Err("interface vmbr9 does not exist on this host".into()),
+                },
+            ],
+            simulated: false,
+            leaving: true,
         },
         protocol::agent::VipRenewReply {
             vouches: vec![
@@ -1104,6 +1210,25 @@ fn wire_samples(out: &mut Vec<Golden>) {
                 protocol::agent::VipVouch {
                     name: "dns".into(),
                     outcome: Err("no VIP named \"dns\"".into()),
+                },
+            ],
+            candidacies: vec![protocol::agent::VipCandidacy {
+                name: "api".into(),
+                address: "10.0.0.200/24".into(),
+                interface: "vmbr0".into(),
+                owner: Some(3),
+                epoch: 1,
+                claimed: true,
+                checks: vip_spec_checked().checks,
+            }],
+            members: vec![
+                protocol::agent::VipMember {
+                    id: 1,
+                    addr: "10.0.0.1:7400".into(),
+                },
+                protocol::agent::VipMember {
+                    id: 2,
+                    addr: "10.0.0.2:7400".into(),
                 },
             ],
         },

@@ -22,6 +22,7 @@ mod reports;
 mod resources;
 pub mod table;
 mod tokens;
+mod vips;
 mod vm;
 mod vm_ops;
 
@@ -38,6 +39,7 @@ pub use reports::{
 };
 pub use resources::pool_size;
 pub use tokens::{EventsPage, token_state};
+pub use vips::{VipMoved, VipTable};
 pub use vm_ops::SnapshotChanged;
 
 /// How results are printed.

@@ -1,12 +1,14 @@
 //! A running coordinator member: Raft on its sled store, one QUIC endpoint serving the Raft,
 //! Agent, Admin and Join services (gated by the revoked ids of the fleet state), the local HTTP
 //! port, the task that settles its membership (founder init or promotion), the one that
-//! renews its certificate, and the reconciler (active while the member leads).
+//! renews its certificate, the reconciler and the VIP manager (both active while the member
+//! leads).
 //!
 //! ```text
 //!  start: NodeDir ─▶ TLS + CA ─▶ raft store ─▶ openraft ─▶ Endpoint::server(Raft, Agent, Admin, Join)
 //!         ─▶ Server (router: raft::network + admin + join + renew + heartbeat, gate) ─▶ HTTP
-//!         ─▶ settle membership, renew the certificate when due, reconcile (leader only),
+//!         ─▶ settle membership, renew the certificate when due, reconcile and move VIPs
+//!            (leader only),
 //!            report this build's encodings and raise the cluster version (leader),
 //!            notify systemd (readiness, status, watchdog)
 //!  run:   wait for shutdown ─▶ stop settling ─▶ stop accepting, answer calls in flight
@@ -47,6 +49,7 @@ use crate::http::metrics::Metrics;
 use crate::machine::FleetMachine;
 use crate::reconciler::Reconciler;
 use crate::service::{Ctx, admin, agent};
+use crate::vip_manager::VipManager;
 use fleet::state::FleetState;
 
 /// Bound on the teardown steps that wait for others (calls in flight, HTTP requests).
@@ -169,6 +172,7 @@ impl CoordinatorNode {
             vip_promises: crate::service::vip_lease::VipPromises::new(
                 fleet::vip::lease::LeaseConfig::default(),
             ),
+            vip_sightings: crate::service::vip_sightings::VipSightings::new(),
         });
         let mut router = transport::Router::new();
         raft::network::register(&mut router, raft.clone());
@@ -190,6 +194,7 @@ impl CoordinatorNode {
         };
         tasks.spawn(renewal.run(serve.clone()));
         tasks.spawn(Reconciler::new(Arc::clone(&ctx)).run(serve.clone()));
+        tasks.spawn(VipManager::new(Arc::clone(&ctx)).run(serve.clone()));
         let keeper = versions::VersionKeeper {
             ctx: Arc::clone(&ctx),
         };

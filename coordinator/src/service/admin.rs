@@ -14,7 +14,7 @@ use protocol::admin::{
     TokenList, TokenRevoke, VipApply, VipDelete, VipList, VmApply, VmDelete, VmGet, VmList,
     VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
-use protocol::admin::{HostStatus, VmExplain, VmPower, VmSnapshot};
+use protocol::admin::{HostStatus, VipMove, VipStatus, VmExplain, VmPower, VmSnapshot};
 use protocol::fleet::UnixMillis;
 use protocol::join::JoinRequest;
 use transport::{Caller, RemoteError, Router, Rpc, Service};
@@ -158,6 +158,20 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         ctx.on_leader(&caller, req, |r| {
             let ctx = Arc::clone(&ctx);
             async move { ctx.vm_snapshot(&r).await }
+        })
+        .await
+    });
+    custom::<VipStatus, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.vip_status(&r).await }
+        })
+        .await
+    });
+    custom::<VipMove, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.vip_move(&r).await }
         })
         .await
     });

@@ -12,7 +12,9 @@
 use std::sync::Arc;
 
 use protocol::Role;
-use protocol::agent::{Heartbeat, HeartbeatAck, VipRelease, VipReleased, VipRenew, VipRenewReply};
+use protocol::agent::{
+    Heartbeat, HeartbeatAck, VipMember, VipRelease, VipReleased, VipRenew, VipRenewReply,
+};
 use protocol::fleet::HostState;
 use transport::{Caller, RemoteError, Router, Service};
 
@@ -36,8 +38,29 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         let ctx = Arc::clone(&renewals);
         async move {
             let host = beating_host(&caller)?;
-            let vouches = ctx.read_local(|s| ctx.vip_promises.renew(s, host, &req.claims))?;
-            Ok(VipRenewReply { vouches })
+            ctx.vip_sightings
+                .record(host, &req.claims, &req.reports, req.simulated, req.leaving);
+            let lease_ms = ctx.vip_promises.lease_ms();
+            ctx.read_local(|s| {
+                let mut candidacies = s.vip_candidacies(host);
+                for c in &mut candidacies {
+                    c.claimed = c.owner.is_some_and(|owner| {
+                        ctx.vip_sightings.claimed(&c.name, owner, c.epoch, lease_ms)
+                    });
+                }
+                VipRenewReply {
+                    vouches: ctx.vip_promises.renew(s, host, &req.claims),
+                    candidacies,
+                    members: s
+                        .members()
+                        .values()
+                        .map(|m| VipMember {
+                            id: m.id,
+                            addr: m.addr.clone(),
+                        })
+                        .collect(),
+                }
+            })
         }
     });
     let releases = Arc::clone(ctx);
@@ -46,6 +69,7 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         async move {
             let host = beating_host(&caller)?;
             ctx.vip_promises.release(host, &req.claims);
+            ctx.vip_sightings.released(host, &req.claims);
             Ok(VipReleased {})
         }
     });

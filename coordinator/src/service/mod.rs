@@ -28,6 +28,8 @@ pub(crate) mod route;
 pub(crate) mod status;
 pub(crate) mod tokens;
 pub(crate) mod vip_lease;
+pub(crate) mod vip_sightings;
+pub(crate) mod vips;
 pub(crate) mod writes;
 
 use std::sync::Arc;
@@ -72,6 +74,8 @@ pub(crate) struct Ctx {
     pub(crate) runs: ops::OneShotRuns,
     /// This member's VIP promises (every member vouches, not only the leader).
     pub(crate) vip_promises: vip_lease::VipPromises,
+    /// What the agents said in their VIP renewals (the leader's VIP manager plans from it).
+    pub(crate) vip_sightings: vip_sightings::VipSightings,
 }
 
 impl Ctx {

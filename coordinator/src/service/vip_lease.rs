@@ -37,6 +37,11 @@ impl VipPromises {
         }
     }
 
+    /// The lease a vouch gives.
+    pub(crate) fn lease_ms(&self) -> u64 {
+        self.cfg.lease_ms
+    }
+
     fn now_ms(&self) -> u64 {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
@@ -55,6 +60,16 @@ impl VipPromises {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         vouch_all(state, host, claims, &mut book, now, &self.cfg)
+    }
+
+    /// The holder and epoch this member vouches for now for `vip`, if any.
+    pub(crate) fn vouching(&self, vip: &str) -> Option<(NodeId, u64)> {
+        let now = self.now_ms();
+        let book = self
+            .book
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        book.promise(vip, now).map(|p| (p.holder, p.epoch))
     }
 
     /// `host` let go of `claims`.
@@ -119,7 +134,7 @@ pub(crate) fn vouch_all(
 mod tests {
     use fleet::state::{Command, CommandReply};
     use protocol::fleet::{Capacity, HostState};
-    use protocol::spec::VipSpec;
+    use protocol::spec::VipSpecV1;
 
     use super::*;
 
@@ -162,7 +177,7 @@ mod tests {
             &mut s,
             &mut i,
             Command::PutVip {
-                spec: VipSpec {
+                spec: VipSpecV1 {
                     name: "api".into(),
                     address: "10.0.0.200/24".into(),
                     interface: "vmbr0".into(),

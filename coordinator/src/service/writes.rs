@@ -9,7 +9,7 @@ use protocol::admin::{
 };
 use protocol::fleet::{UnixMillis, validate_settings};
 use protocol::spec::{
-    SpecError, validate_ip_owner, validate_ip_pool, validate_spec, validate_vip,
+    SpecError, VipSpecV1, validate_ip_owner, validate_ip_pool, validate_spec, validate_vip,
     validate_vmid_range,
 };
 use transport::{RemoteError, Rpc};
@@ -220,9 +220,14 @@ pub(crate) fn vmid_range_delete_reply(
 
 pub(crate) fn vip_apply(r: &VipApply, now: UnixMillis) -> Result<Command, RemoteError> {
     validate_vip(&r.spec).map_err(invalid)?;
-    Ok(Command::PutVip {
-        spec: r.spec.clone(),
-        now,
+    // What v1 can carry stays a v1 command, so it applies while the cluster is still at v1;
+    // the rest needs v2 (refused with the reason until every member reads it).
+    Ok(match VipSpecV1::exact(&r.spec) {
+        Some(spec) => Command::PutVip { spec, now },
+        None => Command::ApplyVip {
+            spec: r.spec.clone(),
+            now,
+        },
     })
 }
 

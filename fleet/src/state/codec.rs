@@ -11,7 +11,9 @@
 //! Layouts per version (keep this list when a version is added):
 //! - v1: `Command` as far as `SetClusterVersion` (v2 only appended variants, so v1 entries
 //!   decode with today's enum); `FleetState` frozen in `snapshot_v1`.
-//! - v2: `Command` with the admin commands; `FleetState` as defined in this build.
+//! - v2: `Command` with the admin and VIP commands; `FleetState` as defined in this build.
+//!   `Command::PutVip` keeps the v1 layout of a VIP (`VipSpecV1`) at every version;
+//!   `Command::ApplyVip` (v2) carries the fields v2 added.
 
 use protocol::encoding::{self, EncodingError};
 use protocol::version::{self, Version, VersionRange};
@@ -210,7 +212,13 @@ pub fn encode_snapshot(state: &FleetState, cluster: Version) -> Result<Vec<u8>, 
                         .into(),
                 });
             }
-            prefixed("snapshot", cluster, &snapshot_v1::v1_view(state))
+            let view = snapshot_v1::v1_view(state).ok_or_else(|| CodecError::Encode {
+                what: "snapshot",
+                reason: "the state holds a VIP with labels, preemption or checks, which \
+                         encoding v1 cannot carry"
+                    .into(),
+            })?;
+            prefixed("snapshot", cluster, &view)
         }
         _ => prefixed("snapshot", cluster, state),
     }

@@ -14,8 +14,10 @@ use protocol::fleet::{
     Capacity, EventKind, EventLevel, HostFacts, HostState, Member, NicAddress, Settings,
     StoredToken, TokenRefusal, UnixMillis, VmStatus,
 };
-use protocol::spec::{DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VmSpec, VmidRangeSpec};
-use protocol::version::{ADMINS, OLDEST, Version, VersionRange};
+use protocol::spec::{
+    DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VipSpecV1, VmSpec, VmidRangeSpec,
+};
+use protocol::version::{ADMINS, OLDEST, VIP_HOLDING, Version, VersionRange};
 use serde::{Deserialize, Serialize};
 
 /// A change to the fleet state. Times (`now`) are the proposer's clock: applying never reads one.
@@ -137,7 +139,7 @@ pub enum Command {
     /// Create or update a VIP.
     PutVip {
         /// The VIP.
-        spec: VipSpec,
+        spec: VipSpecV1,
         /// Proposal time.
         now: UnixMillis,
     },
@@ -309,6 +311,28 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// Hand a VIP to a host (or to nobody) for a reason the event tells (v2: the leader's VIP
+    /// manager and `vip move`), if its epoch is still `expected_epoch`.
+    MoveVip {
+        /// The VIP's name.
+        name: String,
+        /// The new holder.
+        owner: Option<NodeId>,
+        /// The epoch the proposer saw.
+        expected_epoch: u64,
+        /// Why, for the event (`owner lost`, `moved by operator`...).
+        reason: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Create or update a VIP with the v2 fields (labels, preemption, checks); a VIP v1 can
+    /// carry is still written as [`Command::PutVip`], so it applies on a v1 cluster too.
+    ApplyVip {
+        /// The definition.
+        spec: VipSpec,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
@@ -357,6 +381,7 @@ impl Command {
             | Command::AddAdmin { .. }
             | Command::RenewAdmin { .. }
             | Command::RevokeAdmin { .. } => ADMINS,
+            Command::MoveVip { .. } | Command::ApplyVip { .. } => VIP_HOLDING,
         }
     }
 
@@ -397,6 +422,8 @@ impl Command {
             Command::AddAdmin { .. } => "AddAdmin",
             Command::RenewAdmin { .. } => "RenewAdmin",
             Command::RevokeAdmin { .. } => "RevokeAdmin",
+            Command::MoveVip { .. } => "MoveVip",
+            Command::ApplyVip { .. } => "ApplyVip",
         }
     }
 }
@@ -444,7 +471,7 @@ pub enum CommandReply {
         /// Created, updated or unchanged.
         outcome: ApplyOutcome,
     },
-    /// A VIP's holder after [`Command::SetVipOwner`].
+    /// A VIP's holder after [`Command::SetVipOwner`] or [`Command::MoveVip`].
     VipOwner {
         /// The holder.
         owner: Option<NodeId>,

@@ -5,6 +5,7 @@ use std::net::IpAddr;
 
 use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
+use protocol::agent::VipCandidacy;
 use protocol::fleet::{EventKind, HostState, UnixMillis, Vip};
 use protocol::spec::{VipSpec, validate_vip};
 
@@ -93,6 +94,7 @@ impl FleetState {
         name: &str,
         owner: Option<NodeId>,
         expected_epoch: u64,
+        reason: Option<&str>,
         now: UnixMillis,
     ) -> Result<CommandReply, StateError> {
         let vip = self
@@ -149,9 +151,35 @@ impl FleetState {
             now,
             EventKind::Vip,
             name,
-            format!("held by {holder} (epoch {epoch})"),
+            match reason {
+                Some(why) => format!("held by {holder} (epoch {epoch}): {why}"),
+                None => format!("held by {holder} (epoch {epoch})"),
+            },
         );
         Ok(CommandReply::VipOwner { owner, epoch })
+    }
+
+    /// The VIPs whose spec admits host `host` (by name; every host when the list is empty),
+    /// with their owner and epoch: what a member tells that host's agent in a renewal reply.
+    pub fn vip_candidacies(&self, host: NodeId) -> Vec<VipCandidacy> {
+        let Some(name) = self.hosts.get(&host).map(|h| h.name.as_str()) else {
+            return Vec::new();
+        };
+        self.vips
+            .values()
+            .filter(|v| {
+                v.spec.hosts.is_empty() || v.spec.hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
+            })
+            .map(|v| VipCandidacy {
+                name: v.spec.name.clone(),
+                address: v.spec.address.clone(),
+                interface: v.spec.interface.clone(),
+                owner: v.owner,
+                epoch: v.epoch,
+                claimed: false,
+                checks: v.spec.checks.clone(),
+            })
+            .collect()
     }
 
     /// The VIP (other than `except`) whose address is `ip`.

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use futures_util::TryStreamExt;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage, AddressProtocol};
-use netlink_packet_route::link::LinkAttribute;
+use netlink_packet_route::link::{LinkAttribute, LinkFlags};
 use rtnetlink::Handle;
 use tokio::task::JoinHandle;
 
@@ -130,6 +130,28 @@ impl VipAddresses {
             // The kernel answers "no such device" as an error for a missing name.
             Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => {
                 Err(VipError::NoInterface(name.to_string()))
+            }
+            Err(e) => Err(netlink(format!("look up interface {name}"))(e)),
+        }
+    }
+
+    /// Whether interface `name` can carry a VIP now: it exists and is administratively up
+    /// (`Err(why)` otherwise, said for the operator).
+    ///
+    /// # Errors
+    /// [`VipError::Netlink`] when the kernel cannot be asked.
+    pub async fn interface_ready(&self, name: &str) -> Result<Result<(), String>, VipError> {
+        let mut links = self
+            .handle
+            .link()
+            .get()
+            .match_name(name.to_string())
+            .execute();
+        match links.try_next().await {
+            Ok(Some(link)) if link.header.flags.contains(LinkFlags::Up) => Ok(Ok(())),
+            Ok(Some(_)) => Ok(Err(format!("interface {name} is down"))),
+            Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => {
+                Ok(Err(format!("interface {name} does not exist on this host")))
             }
             Err(e) => Err(netlink(format!("look up interface {name}"))(e)),
         }

@@ -45,6 +45,15 @@ impl Holding {
         }
     }
 
+    /// The cluster turned out to have `members` members (more than this holding counted): the
+    /// majority is counted over them from now on, so it may end at once if the vouches so far
+    /// are no majority of the larger set. Never shrinks.
+    pub fn grow(&mut self, members: usize) {
+        if members > self.acked_sends.len() {
+            self.acked_sends.resize(members, None);
+        }
+    }
+
     /// Member `member` vouched for a renewal this agent sent at `sent_ms`. An answer to an
     /// older renewal arriving late never shortens what a newer one gave.
     pub fn vouched(&mut self, member: usize, sent_ms: u64) {
@@ -126,5 +135,19 @@ mod tests {
             Step::Idle,
             "the promise was over when looked at"
         );
+    }
+
+    #[test]
+    fn a_larger_member_set_learned_later_asks_for_a_larger_majority_at_once() {
+        let mut h = Holding::new(1, 400);
+        h.vouched(0, 1_000);
+        assert_eq!(h.step(1_100), Step::Acquire(1_400));
+        // The cluster has 3 members: one vouch of 3 is no majority, the holder lets go.
+        h.grow(3);
+        assert_eq!(h.step(1_150), Step::Lose);
+        h.vouched(2, 1_120);
+        assert_eq!(h.step(1_150), Step::Acquire(1_400));
+        h.grow(2);
+        assert_eq!(h.until(), Some(1_400), "never shrinks");
     }
 }

@@ -19,3 +19,5 @@ mod session;
 mod session_renew;
 mod systemd_notify;
 mod vip_addresses;
+mod vip_announce;
+mod vip_gate;

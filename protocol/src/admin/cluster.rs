@@ -4,9 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Done, ReadMode};
-use crate::fleet::{FleetView, Host, Member, MemberRole, Settings};
+use crate::encoding::{self, EncodingError};
+use crate::fleet::{FleetView, FleetViewV1, Host, Member, MemberRole, Settings};
 use crate::identity::NodeId;
 use crate::rpc::Rpc;
+use crate::version::{VIP_HOLDING, Version};
 
 /// `pvefleet cluster status`: members, leader, term, commit/applied index, lag.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,4 +151,22 @@ pub struct FleetGet {
 impl Rpc for FleetGet {
     const METHOD: &'static str = "admin.fleet_get";
     type Response = FleetView;
+
+    /// At v1, VIPs in the v1 layout, without the fields a v1 reader cannot show.
+    fn encode_response_at(
+        response: &FleetView,
+        version: Version,
+    ) -> Result<Vec<u8>, EncodingError> {
+        if version >= VIP_HOLDING {
+            return encoding::encode(response);
+        }
+        encoding::encode(&FleetViewV1::shown(response))
+    }
+
+    fn decode_response_at(version: Version, bytes: &[u8]) -> Result<FleetView, EncodingError> {
+        if version >= VIP_HOLDING {
+            return encoding::decode(bytes);
+        }
+        encoding::decode::<FleetViewV1>(bytes).map(FleetView::from)
+    }
 }

@@ -6,8 +6,8 @@ use super::{
     AdminAdd, AdminList, AdminRevoke, AllocateIp, AllocateVmid, ClusterStatus, Events, FleetGet,
     HostList, HostStatus, MemberList, MemberPromote, MemberRemove, MemberReportVersions, PoolApply,
     PoolDelete, PoolList, ReleaseIp, SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke,
-    VipApply, VipDelete, VipList, VmApply, VmDelete, VmExplain, VmGet, VmList, VmPower, VmSnapshot,
-    VmidRangeApply, VmidRangeDelete, VmidRangeList,
+    VipApply, VipDelete, VipList, VipMove, VipStatus, VmApply, VmDelete, VmExplain, VmGet, VmList,
+    VmPower, VmSnapshot, VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
 use crate::Rpc;
 
@@ -49,4 +49,6 @@ pub const METHODS: &[&str] = &[
     <VmPower as Rpc>::METHOD,
     <VmSnapshot as Rpc>::METHOD,
     <HostStatus as Rpc>::METHOD,
+    <VipStatus as Rpc>::METHOD,
+    <VipMove as Rpc>::METHOD,
 ];

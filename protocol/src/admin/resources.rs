@@ -6,9 +6,11 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::{ApplyReply, Done, ReadMode};
+use crate::encoding::{self, EncodingError};
 use crate::fleet::{IpPool, Vip, VmidRange};
 use crate::rpc::Rpc;
-use crate::spec::{IpPoolSpec, VipSpec, VmidRangeSpec};
+use crate::spec::{IpPoolSpec, VipSpec, VipSpecV1, VipV1, VmidRangeSpec};
+use crate::version::{VIP_HOLDING, Version};
 
 /// `pvefleet pool apply`: create or update an IP pool by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,6 +148,27 @@ pub struct VipApply {
 impl Rpc for VipApply {
     const METHOD: &'static str = "admin.vip_apply";
     type Response = ApplyReply;
+
+    /// At v1, the v1 layout; a spec using a v2 field (labels, preemption, checks) cannot be
+    /// sent to a v1 member, which would apply less than was asked.
+    fn encode_at(&self, version: Version) -> Result<Vec<u8>, EncodingError> {
+        if version >= VIP_HOLDING {
+            return encoding::encode(self);
+        }
+        let spec = VipSpecV1::exact(&self.spec).ok_or_else(|| EncodingError::TooNew {
+            what: format!("VIP {} with labels, preemption or checks", self.spec.name),
+            needs: VIP_HOLDING,
+            reader: version,
+        })?;
+        encoding::encode(&spec)
+    }
+
+    fn decode_at(version: Version, bytes: &[u8]) -> Result<Self, EncodingError> {
+        if version >= VIP_HOLDING {
+            return encoding::decode(bytes);
+        }
+        encoding::decode::<VipSpecV1>(bytes).map(|spec| VipApply { spec: spec.into() })
+    }
 }
 
 /// `pvefleet vip ls`.
@@ -165,6 +188,28 @@ pub struct VipListReply {
 impl Rpc for VipList {
     const METHOD: &'static str = "admin.vip_list";
     type Response = VipListReply;
+
+    /// At v1, VIPs in the v1 layout, without the fields a v1 reader cannot show.
+    fn encode_response_at(
+        response: &VipListReply,
+        version: Version,
+    ) -> Result<Vec<u8>, EncodingError> {
+        if version >= VIP_HOLDING {
+            return encoding::encode(response);
+        }
+        let vips: Vec<VipV1> = response.vips.iter().map(VipV1::shown).collect();
+        encoding::encode(&vips)
+    }
+
+    fn decode_response_at(version: Version, bytes: &[u8]) -> Result<VipListReply, EncodingError> {
+        if version >= VIP_HOLDING {
+            return encoding::decode(bytes);
+        }
+        let vips: Vec<VipV1> = encoding::decode(bytes)?;
+        Ok(VipListReply {
+            vips: vips.into_iter().map(Vip::from).collect(),
+        })
+    }
 }
 
 /// `pvefleet vip delete NAME`.

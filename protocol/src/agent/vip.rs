@@ -24,11 +24,52 @@ pub struct VipClaim {
     pub epoch: u64,
 }
 
-/// The owner's renewal, sent to every member.
+/// Whether this host can hold one VIP it is a candidate for, as its agent sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VipReport {
+    /// The VIP's name.
+    pub name: String,
+    /// `Ok(())`: the interface exists and is up (and the VIP's checks pass); `Err(why)`: the
+    /// host cannot hold it, said for the operator.
+    pub ready: Result<(), String>,
+}
+
+/// An agent's renewal, sent to every member every renewal interval: the VIPs it holds or is
+/// about to hold, and its readiness for every VIP it is a candidate for. Every agent sends it,
+/// owner or not: a renewal is also how members learn that the host's agent is alive.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VipRenew {
     /// The VIPs it holds or is about to hold.
     pub claims: Vec<VipClaim>,
+    /// Its readiness per candidate VIP.
+    pub reports: Vec<VipReport>,
+    /// Whether the agent only simulates holding (the simulated PVE backend): it records what
+    /// it would hold and touches no interface.
+    pub simulated: bool,
+    /// The agent is stopping: hand its VIPs to other hosts (it lets go of each once its new
+    /// owner claims it, so the outage is one claim interval).
+    pub leaving: bool,
+}
+
+/// A VIP the caller is a candidate for, as the answering member's applied state has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VipCandidacy {
+    /// The VIP's name.
+    pub name: String,
+    /// Its address with the prefix length (`10.0.0.10/24`).
+    pub address: String,
+    /// The interface it is added to.
+    pub interface: String,
+    /// The owner.
+    pub owner: Option<crate::NodeId>,
+    /// The ownership epoch.
+    pub epoch: u64,
+    /// Whether the owner claimed it at this epoch within the last lease, as this member
+    /// heard: a previous holder lets go once the new owner is asking, so the hand-over waits
+    /// for nobody.
+    pub claimed: bool,
+    /// The VIP's health checks: the host is ready for it only while all are up.
+    pub checks: Vec<crate::spec::VipCheck>,
 }
 
 /// One member's answer for one VIP.
@@ -41,11 +82,27 @@ pub struct VipVouch {
     pub outcome: Result<u64, String>,
 }
 
-/// A member's answers, one per claim, in the order of the claims.
+/// A member's answers, one per claim, in the order of the claims, and what its applied state
+/// says the caller may hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VipRenewReply {
     /// The answers.
     pub vouches: Vec<VipVouch>,
+    /// Every VIP the caller's host is a candidate for (its spec admits the host).
+    pub candidacies: Vec<VipCandidacy>,
+    /// The members the answering member's state records: the holder renews with each of them
+    /// (its `cluster.toml` may predate some) and counts its majority over all it knows, so a
+    /// stale member list never makes a smaller majority.
+    pub members: Vec<VipMember>,
+}
+
+/// A coordinator member, as a renewal answer lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VipMember {
+    /// Its node id.
+    pub id: crate::NodeId,
+    /// Its QUIC address (`host:port`).
+    pub addr: String,
 }
 
 impl Rpc for VipRenew {

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::rules;
 use super::validate::{check, ip, within};
-use super::{Cidr, SpecError};
+use super::vip_check::{VipCheck, validate_check};
+use super::{Cidr, Labels, SpecError};
 
 /// A pool of addresses the fleet hands out to VM NICs (`ip = { pool = "lan" }`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,7 +41,10 @@ pub struct VmidRangeSpec {
     pub end: u32,
 }
 
-/// A virtual IP held by exactly one eligible host at a time.
+/// A virtual IP held by exactly one eligible host at a time (docs/design/vips.md).
+///
+/// Encoding v2 added `labels`, `preempt`, `preempt_delay_secs` and `check`; the v1 layout is
+/// [`super::VipSpecV1`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VipSpec {
@@ -48,12 +52,36 @@ pub struct VipSpec {
     pub name: String,
     /// The address with its prefix length: `10.0.0.10/24`.
     pub address: String,
-    /// The host interface (usually a bridge) the address is added to.
+    /// The host interface (usually a bridge, or a VLAN interface such as `vmbr0.100`) the
+    /// address is added to.
     pub interface: String,
-    /// Eligible hosts by name; empty = every host.
+    /// Eligible hosts by name, preferred first; empty = every host (the lowest id preferred).
     #[serde(default)]
     pub hosts: Vec<String>,
+    /// Labels an eligible host must carry, every one of them (with `hosts`: both must hold).
+    #[serde(default)]
+    pub labels: Labels,
+    /// Whether a host preferred over the owner takes the VIP back once it has been eligible
+    /// for `preempt_delay_secs`. Off by default, so a VIP does not bounce.
+    #[serde(default)]
+    pub preempt: bool,
+    /// Seconds a preferred host must stay eligible before it preempts (0 to 86400).
+    #[serde(default = "default_preempt_delay_secs")]
+    pub preempt_delay_secs: u64,
+    /// Health checks every eligible host runs; all must be up for it to hold the VIP.
+    #[serde(default, rename = "check")]
+    pub checks: Vec<VipCheck>,
 }
+
+/// The default preemption delay: long enough that a host coming back is stable.
+pub const DEFAULT_PREEMPT_DELAY_SECS: u64 = 30;
+
+fn default_preempt_delay_secs() -> u64 {
+    DEFAULT_PREEMPT_DELAY_SECS
+}
+
+/// At most this many checks per VIP.
+pub const MAX_VIP_CHECKS: usize = 8;
 
 /// A parsed, validated pool: what allocation works with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,5 +226,39 @@ pub fn validate_vip(vip: &VipSpec) -> Result<(), SpecError> {
             ));
         }
     }
+    for (key, value) in &vip.labels {
+        check("labels", key, &rules::LABEL_KEY)?;
+        check(format!("labels.{key}"), value, &rules::LABEL_VALUE)?;
+    }
+    within("preempt_delay_secs", vip.preempt_delay_secs, 0, 86_400)?;
+    if vip.checks.len() > MAX_VIP_CHECKS {
+        return Err(SpecError::new(
+            "check",
+            format_args!("{} checks", vip.checks.len()),
+            format!("at most {MAX_VIP_CHECKS} checks"),
+        ));
+    }
+    for (i, c) in vip.checks.iter().enumerate() {
+        validate_check(c).map_err(|e| e.within(&format!("check[{i}]")))?;
+    }
     Ok(())
+}
+
+impl VipSpec {
+    /// Whether a host named `name` with `labels` may hold this VIP, and its preference
+    /// (higher wins): its place in `hosts`, 0 for every host when the list is empty.
+    pub fn admits(&self, name: &str, labels: &Labels) -> Option<u32> {
+        let labelled = self.labels.iter().all(|(k, v)| labels.get(k) == Some(v));
+        if !labelled {
+            return None;
+        }
+        if self.hosts.is_empty() {
+            return Some(0);
+        }
+        let at = self
+            .hosts
+            .iter()
+            .position(|h| h.eq_ignore_ascii_case(name))?;
+        u32::try_from(self.hosts.len() - at).ok()
+    }
 }

@@ -106,12 +106,12 @@ fn pool_ranges_and_vips_refuse_bad_fields() {
         assert!(err.allowed.contains(allowed), "{err}");
     }
 
-    let vip = VipSpec {
+    let vip = VipSpec::from(crate::spec::VipSpecV1 {
         name: "api".into(),
         address: "10.0.0.10/24".into(),
         interface: "vmbr0".into(),
         hosts: vec!["pve1".into(), "pve2".into()],
-    };
+    });
     assert_eq!(validate_vip(&vip), Ok(()));
     let vips: &[(VipSpec, &str, &str)] = &[
         (

@@ -14,8 +14,9 @@ use std::time::Duration;
 use super::process::{self, run_bounded};
 
 /// Packages added to minbase: an init that boots (`systemd`, `systemd-sysv`), the bus
-/// `systemctl` and logind need (`dbus`), and what TLS clients expect (`ca-certificates`).
-pub const INCLUDE: &str = "systemd,systemd-sysv,dbus,ca-certificates";
+/// `systemctl` and logind need (`dbus`), what TLS clients expect (`ca-certificates`), and
+/// the package's own dependency `nftables` (the container has no network for apt).
+pub const INCLUDE: &str = "systemd,systemd-sysv,dbus,ca-certificates,nftables";
 /// The mirror unless `PVEFLEET_DEBIAN_MIRROR` names another.
 pub const DEFAULT_MIRROR: &str = "http://deb.debian.org/debian";
 /// A debootstrap that has not finished by then is stuck (it takes about a minute here).
@@ -229,7 +230,7 @@ mod tests {
     fn the_stamp_names_the_suite_and_the_included_packages() {
         let stamp = stamp_text("trixie");
         assert!(stamp.contains("suite=trixie\n"));
-        assert!(stamp.contains("include=systemd,systemd-sysv,dbus,ca-certificates\n"));
+        assert!(stamp.contains("include=systemd,systemd-sysv,dbus,ca-certificates,nftables\n"));
         assert_ne!(stamp, stamp_text("bookworm"));
     }
 

@@ -193,3 +193,25 @@ fn the_single_vm_example_parses_as_a_vm_file() {
     let specs = parse_vm_file(&example("vm.toml")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(specs.len(), 1);
 }
+
+/// The README's VIP example (the PVE API behind one address) is a valid fleet file, with its
+/// HTTPS check as the text explains it.
+#[test]
+fn the_readme_vip_example_parses_and_is_valid() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let block = readme
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains("[[vip]]"))
+        .expect("a TOML block with [[vip]] in the README");
+    let file = parse_fleet_file(block).unwrap_or_else(|e| panic!("README VIP example: {e}"));
+    let vip = &file.vip[0];
+    validate_vip(vip).unwrap();
+    assert_eq!(vip.hosts, ["pve1", "pve2", "pve3"]);
+    assert!(!vip.preempt, "preemption is off unless asked for");
+    let check = &vip.checks[0];
+    assert_eq!(check.kind, protocol::spec::CheckType::Https);
+    assert_eq!((check.port, check.expect_status), (Some(8006), Some(401)));
+}

@@ -66,18 +66,21 @@ fn exposure_scores_stay_below_their_thresholds() {
             .unwrap_or_else(|| panic!("no {check} in:\n{}", r.table))
             .starts_with('✗')
     };
-    assert!(granted(&agent, "CapabilityBoundingSet=~CAP_NET_ADMIN"));
-    assert!(!granted(
-        &coordinator,
-        "CapabilityBoundingSet=~CAP_NET_ADMIN"
-    ));
+    // The agent holds VIPs: netlink and nftables (CAP_NET_ADMIN), gratuitous ARP and
+    // unsolicited NA on a packet socket (CAP_NET_RAW, AF_PACKET). The coordinator needs none.
+    for check in [
+        "CapabilityBoundingSet=~CAP_NET_ADMIN",
+        "RestrictAddressFamilies=~AF_PACKET",
+    ] {
+        assert!(granted(&agent, check), "{AGENT_UNIT}: {check}");
+        assert!(!granted(&coordinator, check), "{COORDINATOR_UNIT}: {check}");
+    }
     for check in [
         "CapabilityBoundingSet=~CAP_SYS_ADMIN",
         "CapabilityBoundingSet=~CAP_(DAC_*|FOWNER|IPC_OWNER)",
         "ProtectSystem=",
         "PrivateDevices=",
         "SystemCallFilter=~@privileged",
-        "RestrictAddressFamilies=~AF_PACKET",
     ] {
         assert!(!granted(&agent, check), "{AGENT_UNIT}: {check}");
         assert!(!granted(&coordinator, check), "{COORDINATOR_UNIT}: {check}");
@@ -155,7 +158,7 @@ fn the_units_carry_the_fixed_service_contract() {
     );
     assert_eq!(
         unit_values(&agent, "RestrictAddressFamilies"),
-        ["AF_UNIX AF_INET AF_INET6 AF_NETLINK"]
+        ["AF_UNIX AF_INET AF_INET6 AF_NETLINK AF_PACKET"]
     );
     let coordinator = unit_text(COORDINATOR_UNIT);
     assert_eq!(unit_values(&coordinator, "CapabilityBoundingSet"), [""]);

@@ -14,7 +14,7 @@ use protocol::fleet::{
 };
 use protocol::spec::{
     CloneMode, DiskOptions, DiskSpec, IpPoolSpec, NicIp, NicModel, NicSpec, TemplateSpec, VipSpec,
-    VmSpec, VmidRangeSpec,
+    VipSpecV1, VmSpec, VmidRangeSpec,
 };
 
 /// 2025-03-01T12:00:00Z.
@@ -271,23 +271,23 @@ pub(crate) fn range() -> VmidRange {
 pub(crate) fn vips() -> Vec<Vip> {
     vec![
         Vip {
-            spec: VipSpec {
+            spec: VipSpec::from(VipSpecV1 {
                 name: "api".into(),
                 address: "10.0.0.5/24".into(),
                 interface: "vmbr0".into(),
                 hosts: Vec::new(),
-            },
+            }),
             generation: 1,
             owner: Some(3),
             epoch: 4,
         },
         Vip {
-            spec: VipSpec {
+            spec: VipSpec::from(VipSpecV1 {
                 name: "dns".into(),
                 address: "10.0.0.6/24".into(),
                 interface: "vmbr0".into(),
                 hosts: vec!["pve1".into(), "pve2".into()],
-            },
+            }),
             generation: 2,
             owner: None,
             epoch: 0,

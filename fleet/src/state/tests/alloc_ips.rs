@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use protocol::spec::{NicIp, VipSpec};
+use protocol::spec::{NicIp, VipSpecV1};
 
 use super::{Fleet, pool_spec, vm_with_pools};
 use crate::state::{Command, CommandReply, StateError};
@@ -84,7 +84,7 @@ fn pools_never_overlap_so_addresses_are_unique_across_pools() {
     assert_eq!(ips(&mut f, "x"), Ok(vec![ip("10.0.0.10"), ip("10.0.0.20")]));
     assert_eq!(ips(&mut f, "y"), Ok(vec![ip("10.0.0.21"), ip("10.0.0.11")]));
     // A VIP inside a range, or a pool range over a VIP, is refused too.
-    let vip = |address: &str| VipSpec {
+    let vip = |address: &str| VipSpecV1 {
         name: "api".into(),
         address: address.into(),
         interface: "vmbr0".into(),

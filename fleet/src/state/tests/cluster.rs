@@ -1,7 +1,7 @@
 //! Hosts, members, settings and VIP ownership.
 
 use protocol::fleet::{Capacity, HostState, Member, MemberRole, Settings};
-use protocol::spec::VipSpec;
+use protocol::spec::VipSpecV1;
 
 use super::Fleet;
 use crate::state::{Command, CommandReply, StateError};
@@ -149,7 +149,7 @@ fn a_vip_changes_holder_only_from_the_epoch_the_proposer_saw() {
             now: 1,
         });
     }
-    let spec = VipSpec {
+    let spec = VipSpecV1 {
         name: "api".into(),
         address: "10.9.0.10/24".into(),
         interface: "vmbr0".into(),
@@ -190,7 +190,7 @@ fn a_vip_changes_holder_only_from_the_epoch_the_proposer_saw() {
         }
     );
     // Redefining keeps the holder and epoch, and bumps the generation.
-    let moved = VipSpec {
+    let moved = VipSpecV1 {
         interface: "vmbr1".into(),
         ..spec.clone()
     };
@@ -200,7 +200,7 @@ fn a_vip_changes_holder_only_from_the_epoch_the_proposer_saw() {
     });
     let vip = &f.state.vips()["api"];
     assert_eq!((vip.generation, vip.epoch), (2, 3));
-    let twin = VipSpec {
+    let twin = VipSpecV1 {
         name: "api2".into(),
         ..spec
     };

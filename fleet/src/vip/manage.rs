@@ -1,0 +1,457 @@
+//! The leader's VIP pass: from the replicated state and what the agents told this member (who
+//! renews, who claims which VIP, who is ready for which), the ownership changes to commit. Pure:
+//! the coordinator's VIP manager gathers the [`Sightings`] and proposes the [`Move`]s.
+//!
+//! ```text
+//!  state (VIPs, owners, epochs, hosts) ─┐
+//!  sightings (renewals, claims, ready) ─┼─▶ per VIP: VipView ─▶ owner::decide ─▶ Move
+//!  now, config ─────────────────────────┘
+//! ```
+//!
+//! A candidate is a host the VIP's spec admits (by name; all hosts when the list is empty),
+//! online in the state, whose agent renewed within a lease, is not stopping, and reported the
+//! VIP ready ([`standings`] says why a host is not). Its
+//! preference is its place in the spec's host list (first = preferred); with no list, every
+//! host is equal and the lowest id wins. The owner counts as renewing while it claimed the
+//! VIP at its epoch within `lost_after_ms`, and during `grant_grace_ms` after this member first
+//! saw that epoch (a new owner learns of its grant at its next renewal).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use protocol::NodeId;
+use protocol::fleet::{HostState, Vip};
+
+use super::owner::{Candidate, Decision, VipView, decide};
+use crate::state::FleetState;
+
+/// What this member heard from the agents, on its monotonic clock (ms).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sightings {
+    /// Per host: when its agent last renewed (any renewal, owner or not).
+    pub renewed_at: BTreeMap<NodeId, u64>,
+    /// Per VIP: the last claim heard, `(host, epoch, at)`.
+    pub claims: BTreeMap<String, (NodeId, u64, u64)>,
+    /// Per (host, VIP): since when the host has reported it ready without a break.
+    pub ready_since: BTreeMap<(NodeId, String), u64>,
+    /// Per VIP: the epoch this member saw first and when (the grant grace counts from there).
+    pub epoch_seen: BTreeMap<String, (u64, u64)>,
+    /// Hosts whose agent is stopping: not candidates, and their VIPs are handed over.
+    pub leaving: BTreeSet<NodeId>,
+    /// Per VIP: the holder and epoch that released it (a stopped or moved-away owner).
+    pub released: BTreeMap<String, (NodeId, u64)>,
+    /// Per (host, VIP): why the host's agent says it cannot hold it.
+    pub not_ready: BTreeMap<(NodeId, String), String>,
+    /// Hosts whose agent only simulates holding.
+    pub simulated: BTreeSet<NodeId>,
+}
+
+impl Sightings {
+    /// Whether `owner` claimed `vip` at `epoch` within `within_ms` of `now`.
+    pub fn claimed(&self, vip: &str, owner: NodeId, epoch: u64, now: u64, within_ms: u64) -> bool {
+        self.claims.get(vip).is_some_and(|&(host, e, at)| {
+            host == owner && e == epoch && now.saturating_sub(at) < within_ms
+        })
+    }
+}
+
+/// The manager's timing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManageConfig {
+    /// A host whose agent has not renewed for this long is not a candidate.
+    pub alive_within_ms: u64,
+    /// An owner that has not claimed its VIP for this long is lost (three renewals missed:
+    /// the new owner is then committed before the old promises end, and takes over the moment
+    /// the members may vouch for it).
+    pub lost_after_ms: u64,
+    /// How long a newly granted owner has to send its first claim.
+    pub grant_grace_ms: u64,
+}
+
+impl ManageConfig {
+    /// The defaults, for the default lease (400 ms, renewals every 100 ms).
+    pub const DEFAULT: ManageConfig = ManageConfig {
+        alive_within_ms: 400,
+        lost_after_ms: 300,
+        grant_grace_ms: 400,
+    };
+}
+
+/// One ownership change to commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Move {
+    /// The VIP.
+    pub vip: String,
+    /// The new owner (`None`: nobody can hold it).
+    pub to: Option<NodeId>,
+    /// The epoch the decision was taken at (the commit is a compare-and-set on it).
+    pub expected_epoch: u64,
+    /// Why, for the event.
+    pub reason: String,
+}
+
+/// The reason of a move after the owner released the VIP.
+pub const RELEASED: &str = "released by its owner";
+/// The reason of a move away from an owner whose agent is stopping.
+pub const HANDED_OVER: &str = "handed over (its owner's agent is stopping)";
+/// The reason when nobody can take a lost VIP.
+pub const UNASSIGNED: &str =
+    "owner lost (stopped renewing its lease) and no other host is eligible";
+
+/// One host's standing for one VIP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    /// The host.
+    pub host: NodeId,
+    /// Its name.
+    pub name: String,
+    /// Its preference (higher wins).
+    pub priority: u32,
+    /// Why it cannot be handed the VIP now; `None` when it can.
+    pub why_not: Option<String>,
+    /// Since when it has been ready without a break (for preemption).
+    pub ready_since: Option<u64>,
+}
+
+/// Every host `vip`'s spec admits, preferred first, with whether it could be handed the VIP
+/// at `now` and why not.
+pub fn standings(
+    state: &FleetState,
+    vip: &Vip,
+    seen: &Sightings,
+    now: u64,
+    cfg: &ManageConfig,
+) -> Vec<Standing> {
+    let name = &vip.spec.name;
+    let mut all: Vec<Standing> = state
+        .hosts()
+        .values()
+        .filter_map(|h| {
+            let priority = vip.spec.admits(&h.name, &h.labels)?;
+            let ready_since = seen.ready_since.get(&(h.id, name.clone())).copied();
+            let why_not = if h.state != HostState::Online {
+                Some(format!("host is {}", h.state))
+            } else if seen.leaving.contains(&h.id) {
+                Some("its agent is stopping".to_string())
+            } else if let Some(at) = seen.renewed_at.get(&h.id) {
+                let quiet = now.saturating_sub(*at);
+                if quiet >= cfg.alive_within_ms {
+                    Some(format!("its agent has not renewed for {quiet} ms"))
+                } else if ready_since.is_none() {
+                    Some(
+                        seen.not_ready
+                            .get(&(h.id, name.clone()))
+                            .cloned()
+                            .unwrap_or_else(|| "its agent does not report it ready".into()),
+                    )
+                } else {
+                    None
+                }
+            } else {
+                Some("its agent has not renewed since this member started".to_string())
+            };
+            Some(Standing {
+                host: h.id,
+                name: h.name.clone(),
+                priority,
+                why_not,
+                ready_since,
+            })
+        })
+        .collect();
+    all.sort_by_key(|s| (std::cmp::Reverse(s.priority), s.host));
+    all
+}
+
+/// The changes to commit at `now` (this member's monotonic ms).
+pub fn plan(state: &FleetState, seen: &Sightings, now: u64, cfg: &ManageConfig) -> Vec<Move> {
+    let within = |at: Option<&u64>, ms: u64| at.is_some_and(|&t| now.saturating_sub(t) < ms);
+    let mut moves = Vec::new();
+    for (name, vip) in state.vips() {
+        let candidates: Vec<Candidate> = standings(state, vip, seen, now, cfg)
+            .into_iter()
+            .map(|s| Candidate {
+                host: s.host,
+                priority: s.priority,
+                eligible: s.why_not.is_none(),
+                eligible_since: s.ready_since.unwrap_or(now),
+            })
+            .collect();
+        let released = vip
+            .owner
+            .is_some_and(|owner| seen.released.get(name) == Some(&(owner, vip.epoch)));
+        let owner_renewing = !released
+            && vip.owner.is_some_and(|owner| {
+                let granted = seen
+                    .epoch_seen
+                    .get(name)
+                    .filter(|(epoch, _)| *epoch == vip.epoch)
+                    .map(|(_, at)| at);
+                seen.claimed(name, owner, vip.epoch, now, cfg.lost_after_ms)
+                    || within(granted, cfg.grant_grace_ms)
+            });
+        let leaving = vip.owner.is_some_and(|o| seen.leaving.contains(&o));
+        let view = VipView {
+            owner: vip.owner,
+            owner_renewing,
+            candidates,
+            preempt_after_ms: vip
+                .spec
+                .preempt
+                .then(|| vip.spec.preempt_delay_secs.saturating_mul(1000)),
+        };
+        let (to, reason) = match (decide(&view, now), released, leaving) {
+            (Decision::Keep, _, _) => continue,
+            (Decision::Move { to, .. }, true, _) => (Some(to), RELEASED.into()),
+            (Decision::Unassign, true, _) => (None, RELEASED.into()),
+            (Decision::Move { to, .. }, false, true) => (Some(to), HANDED_OVER.into()),
+            (Decision::Move { to, reason }, false, false) => (Some(to), reason.to_string()),
+            (Decision::Unassign, false, _) => (None, UNASSIGNED.into()),
+        };
+        moves.push(Move {
+            vip: name.clone(),
+            to,
+            expected_epoch: vip.epoch,
+            reason,
+        });
+    }
+    moves
+}
+
+#[cfg(test)]
+mod tests {
+    use protocol::fleet::Capacity;
+    use protocol::spec::VipSpecV1;
+
+    use super::*;
+    use crate::state::{Command, CommandReply};
+
+    const CFG: ManageConfig = ManageConfig::DEFAULT;
+
+    struct Fleet {
+        state: FleetState,
+        index: u64,
+    }
+
+    impl Fleet {
+        /// Hosts 11 (pve-a), 12 (pve-b), 13 (pve-c) online; VIP `api` over `hosts`.
+        fn new(hosts: &[&str]) -> Fleet {
+            let mut f = Fleet {
+                state: FleetState::new(),
+                index: 0,
+            };
+            for (id, name) in [(11, "pve-a"), (12, "pve-b"), (13, "pve-c")] {
+                f.ok(Command::RegisterHost {
+                    id,
+                    name: name.into(),
+                    labels: Default::default(),
+                    capacity: Capacity::default(),
+                    now: 1,
+                });
+                f.ok(Command::SetHostState {
+                    id,
+                    state: HostState::Online,
+                    now: 1,
+                });
+            }
+            f.ok(Command::PutVip {
+                spec: VipSpecV1 {
+                    name: "api".into(),
+                    address: "10.0.0.10/24".into(),
+                    interface: "vmbr0".into(),
+                    hosts: hosts.iter().map(|h| (*h).to_string()).collect(),
+                },
+                now: 1,
+            });
+            f
+        }
+
+        fn ok(&mut self, cmd: Command) {
+            self.index += 1;
+            let reply = self.state.apply(self.index, cmd);
+            assert!(!matches!(reply, CommandReply::Refused(_)), "{reply:?}");
+        }
+
+        fn own(&mut self, m: &Move) {
+            self.ok(Command::MoveVip {
+                name: m.vip.clone(),
+                owner: m.to,
+                expected_epoch: m.expected_epoch,
+                reason: m.reason.clone(),
+                now: 2,
+            });
+        }
+    }
+
+    /// Every host alive and ready at `at`.
+    fn all_ready(at: u64) -> Sightings {
+        let mut s = Sightings::default();
+        for h in [11, 12, 13] {
+            s.renewed_at.insert(h, at);
+            s.ready_since.insert((h, "api".into()), at);
+        }
+        s
+    }
+
+    #[test]
+    fn the_first_listed_ready_host_gets_an_unowned_vip() {
+        let f = Fleet::new(&["pve-c", "pve-a"]);
+        let moves = plan(&f.state, &all_ready(1_000), 1_050, &CFG);
+        assert_eq!(
+            moves,
+            vec![Move {
+                vip: "api".into(),
+                to: Some(13),
+                expected_epoch: 0,
+                reason: "no owner yet".into()
+            }]
+        );
+        // pve-b is not listed: it is never chosen, even alone.
+        let mut seen = Sightings::default();
+        seen.renewed_at.insert(12, 1_000);
+        seen.ready_since.insert((12, "api".into()), 1_000);
+        assert_eq!(plan(&f.state, &seen, 1_050, &CFG), vec![]);
+    }
+
+    #[test]
+    fn a_host_whose_agent_went_quiet_or_is_not_ready_is_not_a_candidate() {
+        let f = Fleet::new(&[]);
+        let mut seen = all_ready(1_000);
+        seen.renewed_at.insert(11, 500); // quiet for 550 ms at 1_050
+        seen.ready_since.remove(&(12, "api".to_string()));
+        let moves = plan(&f.state, &seen, 1_050, &CFG);
+        assert_eq!(moves[0].to, Some(13), "{moves:?}");
+    }
+
+    #[test]
+    fn an_owner_keeps_the_vip_while_it_claims_and_loses_it_three_renewals_after_its_last() {
+        let mut f = Fleet::new(&[]);
+        let moves = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
+        f.own(&moves[0]);
+        assert_eq!(f.state.vips()["api"].owner, Some(11));
+        let mut seen = all_ready(2_000);
+        // Granted at 1_000 as this member saw it, never claimed: the grace runs out.
+        seen.epoch_seen.insert("api".into(), (1, 1_000));
+        assert_eq!(plan(&f.state, &seen, 1_399, &CFG), vec![]);
+        let lost = plan(&f.state, &seen, 1_400, &CFG);
+        assert_eq!(lost[0].to, Some(12));
+        assert_eq!(lost[0].reason, "owner lost (stopped renewing its lease)");
+        // Claiming at its epoch keeps it, for `lost_after_ms` after the last claim.
+        seen.claims.insert("api".into(), (11, 1, 1_900));
+        assert_eq!(plan(&f.state, &seen, 2_199, &CFG), vec![]);
+        assert_eq!(plan(&f.state, &seen, 2_200, &CFG)[0].to, Some(12));
+        // A claim at an older epoch is not a claim of this grant.
+        seen.claims.insert("api".into(), (11, 0, 2_150));
+        assert_eq!(plan(&f.state, &seen, 2_200, &CFG)[0].to, Some(12));
+    }
+
+    #[test]
+    fn a_lost_owner_with_nobody_to_take_over_is_unassigned_and_an_unready_one_kept() {
+        let mut f = Fleet::new(&["pve-a"]);
+        let moves = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
+        f.own(&moves[0]);
+        let mut seen = all_ready(1_000);
+        seen.claims.insert("api".into(), (11, 1, 1_000));
+        // Its interface went away but nobody else is listed: it keeps the VIP.
+        seen.ready_since.remove(&(11, "api".to_string()));
+        assert_eq!(plan(&f.state, &seen, 1_100, &CFG), vec![]);
+        let gone = plan(&f.state, &seen, 1_300, &CFG);
+        assert_eq!(gone[0].to, None);
+        assert_eq!(gone[0].expected_epoch, 1);
+    }
+
+    #[test]
+    fn an_owner_that_is_not_ready_hands_over_to_a_ready_host() {
+        let mut f = Fleet::new(&[]);
+        let moves = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
+        f.own(&moves[0]);
+        let mut seen = all_ready(1_000);
+        seen.claims.insert("api".into(), (11, 1, 1_000));
+        seen.ready_since.remove(&(11, "api".to_string()));
+        let m = plan(&f.state, &seen, 1_100, &CFG);
+        assert_eq!(m[0].to, Some(12));
+        assert_eq!(
+            m[0].reason,
+            "owner no longer eligible (interface or health check)"
+        );
+    }
+
+    #[test]
+    fn a_leaving_owner_hands_over_and_a_leaving_host_is_never_chosen() {
+        let mut f = Fleet::new(&[]);
+        let mut seen = all_ready(1_000);
+        seen.leaving.insert(11);
+        let first = plan(&f.state, &seen, 1_000, &CFG);
+        assert_eq!(first[0].to, Some(12), "pve-a is leaving: {first:?}");
+        f.own(&first[0]);
+        seen.claims.insert("api".into(), (12, 1, 1_000));
+        assert_eq!(plan(&f.state, &seen, 1_050, &CFG), vec![]);
+        seen.leaving.insert(12);
+        let moved = plan(&f.state, &seen, 1_050, &CFG);
+        assert_eq!(moved[0].to, Some(13));
+        assert_eq!(moved[0].reason, HANDED_OVER);
+        // With nobody else ready it keeps it until it releases (or stops renewing).
+        seen.ready_since.remove(&(13, "api".to_string()));
+        assert_eq!(plan(&f.state, &seen, 1_050, &CFG), vec![]);
+    }
+
+    #[test]
+    fn a_released_vip_moves_at_once_and_only_a_release_of_this_grant_counts() {
+        let mut f = Fleet::new(&[]);
+        let first = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
+        f.own(&first[0]);
+        let mut seen = all_ready(1_000);
+        seen.claims.insert("api".into(), (11, 1, 1_000));
+        seen.released.insert("api".into(), (11, 0));
+        assert_eq!(plan(&f.state, &seen, 1_010, &CFG), vec![], "an older grant");
+        seen.released.insert("api".into(), (11, 1));
+        let moved = plan(&f.state, &seen, 1_010, &CFG);
+        assert_eq!(
+            (moved[0].to, moved[0].reason.as_str()),
+            (Some(12), RELEASED)
+        );
+        seen.ready_since.clear();
+        let gone = plan(&f.state, &seen, 1_010, &CFG);
+        assert_eq!((gone[0].to, gone[0].reason.as_str()), (None, RELEASED));
+    }
+
+    #[test]
+    fn labels_narrow_the_candidates_and_preemption_follows_the_spec() {
+        let mut f = Fleet::new(&["pve-c", "pve-b", "pve-a"]);
+        let mut spec = f.state.vips()["api"].spec.clone();
+        spec.labels = [("zone".to_string(), "b".to_string())].into();
+        f.ok(Command::ApplyVip {
+            spec: spec.clone(),
+            now: 2,
+        });
+        // No host carries zone=b: nobody may hold it.
+        assert_eq!(plan(&f.state, &all_ready(1_000), 1_000, &CFG), vec![]);
+        spec.labels.clear();
+        spec.preempt = true;
+        spec.preempt_delay_secs = 10;
+        f.ok(Command::ApplyVip { spec, now: 3 });
+        // pve-c (preferred) is not ready yet: pve-b gets it.
+        let mut seen = all_ready(1_000);
+        seen.ready_since.remove(&(13, "api".to_string()));
+        let first = plan(&f.state, &seen, 1_000, &CFG);
+        assert_eq!(first[0].to, Some(12));
+        f.own(&first[0]);
+        seen.claims.insert("api".into(), (12, 1, 20_000));
+        seen.renewed_at.insert(13, 20_000);
+        seen.renewed_at.insert(12, 20_000);
+        seen.ready_since.insert((13, "api".into()), 15_000);
+        assert_eq!(
+            plan(&f.state, &seen, 20_000, &CFG),
+            vec![],
+            "ready for 5 s only"
+        );
+        for h in [12, 13] {
+            seen.renewed_at.insert(h, 24_990);
+        }
+        seen.claims.insert("api".into(), (12, 1, 24_990));
+        let back = plan(&f.state, &seen, 25_000, &CFG);
+        assert_eq!(
+            (back[0].to, back[0].reason.as_str()),
+            (Some(13), "preempted by a preferred host")
+        );
+    }
+}
