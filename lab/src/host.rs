@@ -1,4 +1,5 @@
-//! One host of a lab: the options of its node agent and how it reaches PVE, and the agent's
+//! One host of a lab: the options of its node agent and how it reaches PVE (and, for the VIP
+//! testbed, the network namespace it runs in and how it holds VIPs), and the agent's
 //! configuration file (`pvefleet-agent run --config FILE`) written from them.
 
 use std::collections::BTreeMap;
@@ -17,6 +18,29 @@ pub enum PveAccess {
     Https,
     /// `[pve] backend = "pvesh"`: the `pvesh-sim` shim against a `pve-sim serve` process.
     Pvesh,
+}
+
+/// How an agent holds the VIPs granted to its host (`vip_holding` in its configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VipHolding {
+    /// On the host's interfaces, only simulated with the `sim` backend (the agent's default).
+    Auto,
+    /// Always on the host's interfaces: the namespace testbed, simulated PVE and real
+    /// addresses.
+    Host,
+    /// Never on an interface.
+    Simulated,
+}
+
+impl VipHolding {
+    /// Its value in the agent's configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VipHolding::Auto => "auto",
+            VipHolding::Host => "host",
+            VipHolding::Simulated => "simulated",
+        }
+    }
 }
 
 /// One host of a lab.
@@ -40,6 +64,13 @@ pub struct HostOptions {
     pub cpus: u32,
     /// Its memory in GiB.
     pub memory_gib: u64,
+    /// The network namespace its agent runs in (made by the caller, reaching the members);
+    /// `None`: the lab's own. Only with [`PveAccess::Sim`]: a PVE process would listen
+    /// outside it.
+    pub netns: Option<String>,
+    /// How its agent holds VIPs; `None`: simulated in the lab's own namespace (the machine's
+    /// network is never touched), the agent's default in a namespace of its own.
+    pub vip_holding: Option<VipHolding>,
 }
 
 impl HostOptions {
@@ -56,6 +87,8 @@ impl HostOptions {
             inventory_ms: Some(1000),
             cpus: 16,
             memory_gib: 64,
+            netns: None,
+            vip_holding: None,
         }
     }
 
@@ -83,6 +116,18 @@ impl HostOptions {
         self
     }
 
+    /// The same host with its agent in the network namespace `netns`.
+    pub fn in_netns(mut self, netns: impl Into<String>) -> HostOptions {
+        self.netns = Some(netns.into());
+        self
+    }
+
+    /// The same host with its agent holding VIPs as `holding` says.
+    pub fn with_vip_holding(mut self, holding: VipHolding) -> HostOptions {
+        self.vip_holding = Some(holding);
+        self
+    }
+
     /// Whether the host's PVE is a `pve-sim serve` process of its own.
     pub fn needs_pve_process(&self) -> bool {
         self.access != PveAccess::Sim
@@ -99,7 +144,8 @@ pub struct AgentFiles {
 }
 
 /// Writes the configuration of the agent of `opts` to `path`: its data directory, host name,
-/// beat and inventory periods, labels, and the `[pve]` table of its backend (`pve` is its
+/// beat and inventory periods, labels, how it holds VIPs (if said), and the `[pve]` table of
+/// its backend (`pve` is its
 /// simulator process, needed by the https and pvesh backends; `pvesh_program` the shim).
 ///
 /// # Errors
@@ -127,6 +173,15 @@ pub fn write_agent_config(
         .map(|(k, v)| (k.clone(), toml::Value::from(v.clone())))
         .collect();
     table.insert("labels".into(), labels.into());
+    // A lab agent in the lab's own namespace (the machine's) never touches the machine's
+    // interfaces or firewall, whatever its PVE backend: it simulates holding VIPs unless the
+    // caller asks otherwise.
+    let holding = opts
+        .vip_holding
+        .or(opts.netns.is_none().then_some(VipHolding::Simulated));
+    if let Some(holding) = holding {
+        table.insert("vip_holding".into(), holding.as_str().into());
+    }
     let mut backend = toml::Table::new();
     let missing = || {
         LabError::NoSuchPart(format!(
@@ -201,7 +256,25 @@ mod tests {
         assert_eq!(back["pve"]["backend"].as_str(), Some("sim"));
         assert_eq!(back["pve"]["time_scale"].as_float(), Some(0.1));
         assert!(!back.contains_key("inventory_ms"));
+        assert_eq!(
+            back["vip_holding"].as_str(),
+            Some("simulated"),
+            "outside a namespace of its own an agent never touches the machine's network"
+        );
         assert_eq!(back["data_dir"].as_str(), Some(data_dir.to_str().unwrap()));
+    }
+
+    #[test]
+    fn a_testbed_host_holds_its_vips_on_the_host_with_the_simulated_backend() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("h1.toml");
+        let opts = HostOptions::new("h1", PveAccess::Sim)
+            .in_netns("pvf-1-0-h1")
+            .with_vip_holding(VipHolding::Host);
+        write_agent_config(&opts, tmp.path(), &path, None, None).unwrap();
+        let back: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+        assert_eq!(back["vip_holding"].as_str(), Some("host"));
+        assert_eq!(back["pve"]["backend"].as_str(), Some("sim"));
     }
 
     #[test]

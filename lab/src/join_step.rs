@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!  join_command(binary, via, data_dir) ─▶ BINARY join --token-file - VIA --data-dir DIR [..]
+//!  join_command_in(netns, ..)           ─▶ the same, run in a network namespace
 //!  run_join(what, command, token)      ─▶ spawn, write "TOKEN\n" to stdin, close, wait
 //! ```
 
@@ -15,12 +16,24 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use crate::error::LabError;
+use crate::netns::command_in;
 use crate::process::step_result;
 
 /// The `join` command of `binary` through the member at `via` into `data_dir`; callers add
 /// their own flags (`--listen`). The token is not in it: [`run_join`] feeds it.
 pub fn join_command(binary: &Path, via: SocketAddr, data_dir: &Path) -> Command {
-    let mut join = Command::new(binary);
+    join_command_in(None, binary, via, data_dir)
+}
+
+/// [`join_command`] run in the network namespace `netns` (`None`: the lab's own), from which
+/// `via` must be reachable.
+pub fn join_command_in(
+    netns: Option<&str>,
+    binary: &Path,
+    via: SocketAddr,
+    data_dir: &Path,
+) -> Command {
+    let mut join = command_in(netns, binary);
     join.args(["join", "--token-file", "-", &via.to_string()])
         .arg("--data-dir")
         .arg(data_dir);

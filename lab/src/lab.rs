@@ -4,6 +4,10 @@
 //! SIGTERM, SIGSTOP/SIGCONT, restart) and tears down in order: agents first (so no agent is
 //! left beating against a cluster that is going away), then their PVE hosts, then the
 //! members. Dropping a lab kills whatever still runs, in the same order.
+//!
+//! A member or an agent may run in a network namespace the caller made ([`MemberAt`],
+//! [`HostOptions::netns`]; see [`crate::netns`]), a member listening on the address it is
+//! given there instead of a free port on 127.0.0.1.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,13 +18,13 @@ use client::AdminClient;
 use protocol::Role;
 use protocol::admin::{ClusterStatus, HostList, ReadMode, TokenCreate};
 use protocol::fleet::{HostState, MemberRole};
-use tokio::process::Command;
 
 use crate::binaries::{AGENT, Binaries, COORDINATOR, PVESH_SIM};
 use crate::error::LabError;
 use crate::host::{AgentFiles, HostOptions, PveAccess, write_agent_config};
-use crate::join_step::{join_command, run_join};
+use crate::join_step::{join_command_in, run_join};
 use crate::layout::{Layout, free_loopback_addr};
+use crate::netns::command_in;
 use crate::process::{Process, Stderr, Stopped, log_tail, run_step};
 use crate::pve_node::{PveNode, node_config};
 
@@ -68,6 +72,23 @@ impl LabOptions {
     }
 }
 
+/// Where a member runs: its network namespace and its QUIC address. The default is the lab's
+/// own namespace and a free port on 127.0.0.1.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberAt {
+    /// The network namespace it runs in (made by the caller, its loopback up); `None`: the
+    /// lab's own.
+    pub netns: Option<String>,
+    /// Its QUIC address (an address of its namespace); `None`: a free port on 127.0.0.1.
+    pub listen: Option<SocketAddr>,
+}
+
+impl MemberAt {
+    fn listen(&self) -> Result<SocketAddr, LabError> {
+        self.listen.map_or_else(free_loopback_addr, Ok)
+    }
+}
+
 /// What `pvefleet-coordinator run` prints when ready.
 #[derive(Debug, Clone, serde::Deserialize)]
 struct MemberReady {
@@ -90,6 +111,8 @@ pub struct Member {
     pub http: Option<String>,
     /// Its log file.
     pub log: PathBuf,
+    /// The network namespace it runs in (`None`: the lab's own).
+    pub netns: Option<String>,
     process: Option<Process>,
 }
 
@@ -106,6 +129,8 @@ pub struct Agent {
     pub files: AgentFiles,
     /// Its log file.
     pub log: PathBuf,
+    /// The network namespace it runs in (`None`: the lab's own).
+    pub netns: Option<String>,
     // Declared before `pve`: dropped (killed) first.
     process: Option<Process>,
     /// Its PVE host when that is a separate process (https and pvesh backends).
@@ -251,14 +276,23 @@ impl Lab {
     /// # Errors
     /// [`LabError`] naming the step that failed.
     pub async fn found(&mut self) -> Result<(), LabError> {
+        self.found_at(MemberAt::default()).await
+    }
+
+    /// `init` member 1 where `at` says and run it there.
+    ///
+    /// # Errors
+    /// [`LabError`] naming the step that failed.
+    pub async fn found_at(&mut self, at: MemberAt) -> Result<(), LabError> {
         if !self.members.is_empty() {
             return Err(LabError::NoSuchPart(
                 "the cluster is founded already".into(),
             ));
         }
         let dir = self.layout.coordinator_dir(1);
-        let listen = free_loopback_addr()?;
-        let mut init = Command::new(self.options.binaries.path(COORDINATOR)?);
+        let listen = at.listen()?;
+        let program = self.options.binaries.path(COORDINATOR)?;
+        let mut init = command_in(at.netns.as_deref(), &program);
         init.arg("init").arg("--data-dir").arg(&dir).args([
             "--listen",
             &listen.to_string(),
@@ -266,7 +300,7 @@ impl Lab {
             &self.options.cluster_id,
         ]);
         run_step("pvefleet-coordinator init", init).await?;
-        self.add_member(1, dir, listen).await?;
+        self.add_member(1, dir, listen, at.netns).await?;
         self.write_cli_config()
     }
 
@@ -289,13 +323,28 @@ impl Lab {
         token: &str,
         via: SocketAddr,
     ) -> Result<usize, LabError> {
+        self.join_member_at(token, via, MemberAt::default()).await
+    }
+
+    /// Joins a member with `token` through the member at `via` (reachable from `at`'s
+    /// namespace) and runs it where `at` says; its index.
+    ///
+    /// # Errors
+    /// [`LabError`] naming the step that failed.
+    pub async fn join_member_at(
+        &mut self,
+        token: &str,
+        via: SocketAddr,
+        at: MemberAt,
+    ) -> Result<usize, LabError> {
         let n = u32::try_from(self.members.len() + 1).unwrap_or(u32::MAX);
         let dir = self.layout.coordinator_dir(n);
-        let listen = free_loopback_addr()?;
-        let mut join = join_command(&self.options.binaries.path(COORDINATOR)?, via, &dir);
+        let listen = at.listen()?;
+        let program = self.options.binaries.path(COORDINATOR)?;
+        let mut join = join_command_in(at.netns.as_deref(), &program, via, &dir);
         join.args(["--listen", &listen.to_string()]);
         run_join(&format!("coordinator {n} join"), join, token).await?;
-        self.add_member(n, dir, listen).await?;
+        self.add_member(n, dir, listen, at.netns).await?;
         self.write_cli_config()?;
         Ok(self.members.len() - 1)
     }
@@ -322,6 +371,7 @@ impl Lab {
         n: u32,
         dir: PathBuf,
         listen: SocketAddr,
+        netns: Option<String>,
     ) -> Result<(), LabError> {
         self.members.push(Member {
             n,
@@ -330,6 +380,7 @@ impl Lab {
             dir,
             http: None,
             log: self.layout.coordinator_log(n),
+            netns,
             process: None,
         });
         self.start_member(self.members.len() - 1).await
@@ -350,7 +401,7 @@ impl Lab {
             .members
             .get_mut(i)
             .ok_or_else(|| LabError::NoSuchPart(format!("no member {i}")))?;
-        let mut run = Command::new(program);
+        let mut run = command_in(member.netns.as_deref(), &program);
         run.arg("run")
             .arg("--data-dir")
             .arg(&member.dir)
@@ -438,6 +489,12 @@ impl Lab {
     /// [`LabError`] naming the step that failed.
     pub async fn add_agent(&mut self, opts: &HostOptions, token: &str) -> Result<usize, LabError> {
         let host = opts.name.clone();
+        if opts.netns.is_some() && opts.needs_pve_process() {
+            return Err(LabError::NoSuchPart(format!(
+                "host {host}: only an agent with the sim backend runs in a network namespace \
+                 (its PVE process would listen outside it)"
+            )));
+        }
         let bins = self.options.binaries.clone();
         let pve = if opts.needs_pve_process() {
             let dir = self.layout.pve_dir(&host);
@@ -458,7 +515,12 @@ impl Lab {
             None
         };
         let data_dir = self.layout.agent_dir(&host);
-        let join = join_command(&bins.path(AGENT)?, self.member(0)?.listen, &data_dir);
+        let join = join_command_in(
+            opts.netns.as_deref(),
+            &bins.path(AGENT)?,
+            self.member(0)?.listen,
+            &data_dir,
+        );
         run_join(&format!("agent {host} join"), join, token).await?;
         let pvesh = match opts.access {
             PveAccess::Pvesh => Some(bins.path(PVESH_SIM)?),
@@ -477,6 +539,7 @@ impl Lab {
             node_id: 0,
             data_dir,
             files,
+            netns: opts.netns.clone(),
             process: None,
             pve,
         });
@@ -499,7 +562,7 @@ impl Lab {
             .agents
             .get_mut(i)
             .ok_or_else(|| LabError::NoSuchPart(format!("no agent {i}")))?;
-        let mut run = Command::new(program);
+        let mut run = command_in(agent.netns.as_deref(), &program);
         run.arg("run")
             .arg("--config")
             .arg(&agent.files.config)

@@ -1,5 +1,6 @@
 //! pvefleet's one launcher: a fleet of real processes on one machine — coordinators, node
-//! agents and simulated PVE hosts (`pve-sim serve`) — on loopback. `pvefleet demo`, the
+//! agents and simulated PVE hosts (`pve-sim serve`) — on loopback, or members and agents each
+//! in a network namespace the caller made ([`netns`]: the VIP testbed). `pvefleet demo`, the
 //! end-to-end tests and the benches all start, fault and stop their fleets through it, so
 //! process spawning, readiness waiting and teardown exist once.
 //!
@@ -24,11 +25,12 @@ pub mod host;
 pub mod join_step;
 pub mod lab;
 pub mod layout;
+pub mod netns;
 pub mod process;
 pub mod pve_node;
 
 pub use binaries::Binaries;
 pub use error::LabError;
-pub use host::{HostOptions, PveAccess};
-pub use lab::{Agent, Lab, LabOptions, Member, Part, Teardown};
+pub use host::{HostOptions, PveAccess, VipHolding};
+pub use lab::{Agent, Lab, LabOptions, Member, MemberAt, Part, Teardown};
 pub use process::{Stderr, Stopped};

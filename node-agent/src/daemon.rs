@@ -36,7 +36,7 @@ use crate::session::{
     CertRenewal, MAX_CONCURRENT, RENEW_CHECK, Session, SessionConfig, SessionStatus, Target,
 };
 use crate::systemd;
-use crate::vip::holder::{SimHeld, SimHolder};
+use crate::vip::holder::{Holder, SimHeld, SimHolder};
 use crate::vip::host::HostHolder;
 use crate::vip::keeper::{Keeper, KeeperConfig};
 
@@ -228,25 +228,11 @@ impl Agent {
         let vips = if config.vip_holding.is_simulated(&config.pve) {
             let holder = SimHolder::new();
             let held = holder.held();
-            let keeper = Keeper::new(
-                cluster.node_id,
-                endpoint.clone(),
-                members.clone(),
-                holder,
-                KeeperConfig::DEFAULT,
-            );
-            tasks.spawn(keeper.run(stop.clone()));
+            tasks.spawn(keeper(cluster.node_id, &endpoint, &members, holder).run(stop.clone()));
             Some(held)
         } else {
             let holder = HostHolder::connect().map_err(AgentError::Vip)?;
-            let keeper = Keeper::new(
-                cluster.node_id,
-                endpoint.clone(),
-                members.clone(),
-                holder,
-                KeeperConfig::DEFAULT,
-            );
-            tasks.spawn(keeper.run(stop.clone()));
+            tasks.spawn(keeper(cluster.node_id, &endpoint, &members, holder).run(stop.clone()));
             None
         };
         let health = systemd::AgentHealth {
@@ -270,6 +256,22 @@ impl Agent {
             status,
         })
     }
+}
+
+/// The VIP renewal loop of this agent, holding through `holder`.
+fn keeper<H: Holder>(
+    node: NodeId,
+    endpoint: &Endpoint,
+    members: &[Target],
+    holder: H,
+) -> Keeper<H> {
+    Keeper::new(
+        node,
+        endpoint.clone(),
+        members.to_vec(),
+        holder,
+        KeeperConfig::DEFAULT,
+    )
 }
 
 async fn open_journal(dir: PathBuf) -> Result<Journal, AgentError> {

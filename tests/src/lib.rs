@@ -27,3 +27,4 @@ pub mod sim_process;
 pub mod test_lab;
 pub mod tour;
 pub mod units;
+pub mod vip_bed;

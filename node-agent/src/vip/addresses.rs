@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use futures_util::TryStreamExt;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage, AddressProtocol};
-use netlink_packet_route::link::{LinkAttribute, LinkFlags};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use rtnetlink::Handle;
 use tokio::task::JoinHandle;
 
@@ -119,6 +119,14 @@ impl VipAddresses {
     /// # Errors
     /// [`VipError::NoInterface`] if it does not exist.
     pub async fn interface_index(&self, name: &str) -> Result<u32, VipError> {
+        match self.link(name).await? {
+            Some(link) => Ok(link.header.index),
+            None => Err(VipError::NoInterface(name.to_string())),
+        }
+    }
+
+    /// Interface `name`, if it exists.
+    async fn link(&self, name: &str) -> Result<Option<LinkMessage>, VipError> {
         let mut links = self
             .handle
             .link()
@@ -126,11 +134,9 @@ impl VipAddresses {
             .match_name(name.to_string())
             .execute();
         match links.try_next().await {
-            Ok(Some(link)) => Ok(link.header.index),
+            Ok(link) => Ok(link),
             // The kernel answers "no such device" as an error for a missing name.
-            Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => {
-                Err(VipError::NoInterface(name.to_string()))
-            }
+            Err(rtnetlink::Error::NetlinkError(_)) => Ok(None),
             Err(e) => Err(netlink(format!("look up interface {name}"))(e)),
         }
     }
@@ -141,20 +147,11 @@ impl VipAddresses {
     /// # Errors
     /// [`VipError::Netlink`] when the kernel cannot be asked.
     pub async fn interface_ready(&self, name: &str) -> Result<Result<(), String>, VipError> {
-        let mut links = self
-            .handle
-            .link()
-            .get()
-            .match_name(name.to_string())
-            .execute();
-        match links.try_next().await {
-            Ok(Some(link)) if link.header.flags.contains(LinkFlags::Up) => Ok(Ok(())),
-            Ok(Some(_)) => Ok(Err(format!("interface {name} is down"))),
-            Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => {
-                Ok(Err(format!("interface {name} does not exist on this host")))
-            }
-            Err(e) => Err(netlink(format!("look up interface {name}"))(e)),
-        }
+        Ok(match self.link(name).await? {
+            Some(link) if link.header.flags.contains(LinkFlags::Up) => Ok(()),
+            Some(_) => Err(format!("interface {name} is down")),
+            None => Err(format!("interface {name} does not exist on this host")),
+        })
     }
 
     /// The name of interface `index`, if it exists.

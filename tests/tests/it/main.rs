@@ -16,3 +16,4 @@ mod launcher;
 mod proxmoxer;
 mod schema_conformance;
 mod units;
+mod vips;
