@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fleet::state::Command;
-use fleet::vip::manage::{ManageConfig, plan};
+use fleet::vip::manage::{ManageConfig, plan, standbys};
 use protocol::time::Now;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
@@ -70,17 +70,31 @@ impl VipManager {
     }
 
     async fn step(&self) {
-        let moves = self.ctx.read_local(|state| {
-            let (seen, now) = self.ctx.vip_sightings.view(state);
-            plan(state, &seen, now, &self.cfg)
+        let planned = self.ctx.read_local(|state| {
+            let (mut seen, now) = self.ctx.vip_sightings.view(state);
+            seen.vouched = self.ctx.vip_promises.live();
+            (
+                plan(state, &seen, now, &self.cfg),
+                standbys(state, &seen, now, &self.cfg),
+            )
         });
-        let moves = match moves {
-            Ok(moves) => moves,
+        let (moves, standby_changes) = match planned {
+            Ok(planned) => planned,
             Err(e) => {
                 tracing::warn!(error = %e, "vip manager: cannot read the state");
                 return;
             }
         };
+        for c in standby_changes {
+            let cmd = Command::SetVipStandby {
+                name: c.vip.clone(),
+                standby: c.standby,
+                expected_epoch: c.expected_epoch,
+            };
+            if let Err(e) = self.ctx.propose(&cmd).await {
+                tracing::debug!(vip = %c.vip, error = %e, "vip manager: standby not recorded");
+            }
+        }
         for m in moves {
             let cmd = Command::MoveVip {
                 name: m.vip.clone(),

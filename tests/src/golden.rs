@@ -567,6 +567,11 @@ pub fn commands() -> Vec<Command> {
             spec: vip_spec_checked(),
             now,
         },
+        Command::SetVipStandby {
+            name: "api".into(),
+            standby: None,
+            expected_epoch: 1,
+        },
         Command::RecordEvent {
             level: EventLevel::Info,
             kind: EventKind::Admin,
@@ -1147,6 +1152,7 @@ fn wire_samples(out: &mut Vec<Golden>) {
         generation: 1,
         owner: Some(3),
         epoch: 2,
+        standby: Some(4),
     };
     rpc(
         out,
@@ -1180,10 +1186,18 @@ fn wire_samples(out: &mut Vec<Golden>) {
         },
         admin::VipMoveReply { owner: 3, epoch: 3 },
     );
-    let claims = vec![protocol::agent::VipClaim {
-        name: "api".into(),
-        epoch: 1,
-    }];
+    let claims = vec![
+        protocol::agent::VipClaim {
+            name: "api".into(),
+            epoch: 1,
+            standby: false,
+        },
+        protocol::agent::VipClaim {
+            name: "dns".into(),
+            epoch: 4,
+            standby: true,
+        },
+    ];
     rpc(
         out,
         protocol::agent::VipRenew {
@@ -1218,6 +1232,7 @@ fn wire_samples(out: &mut Vec<Golden>) {
                 interface: "vmbr0".into(),
                 owner: Some(3),
                 epoch: 1,
+                standby: Some(4),
                 claimed: true,
                 checks: vip_spec_checked().checks,
             }],

@@ -62,6 +62,18 @@ impl VipPromises {
         vouch_all(state, host, claims, &mut book, now, &self.cfg)
     }
 
+    /// Whom this member vouches for now, per VIP.
+    pub(crate) fn live(&self) -> std::collections::BTreeMap<String, (NodeId, u64)> {
+        let now = self.now_ms();
+        let book = self
+            .book
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        book.live(now)
+            .map(|(vip, p)| (vip.to_string(), (p.holder, p.epoch)))
+            .collect()
+    }
+
     /// The holder and epoch this member vouches for now for `vip`, if any.
     pub(crate) fn vouching(&self, vip: &str) -> Option<(NodeId, u64)> {
         let now = self.now_ms();
@@ -109,6 +121,32 @@ pub(crate) fn vouch_all(
         .map(|claim| {
             let outcome = match state.vips().get(&claim.name) {
                 None => Err(format!("no VIP named {:?}", claim.name)),
+                // The standby, claiming the next epoch: it takes over once this member's
+                // promise to the owner lapsed (or keeps what it took over).
+                Some(vip)
+                    if claim.standby
+                        && vip.standby == Some(host)
+                        && claim.epoch == vip.epoch + 1
+                        && vip.owner.is_some() =>
+                {
+                    let kept = book
+                        .last(&claim.name)
+                        .is_some_and(|p| p.holder == host && p.epoch == claim.epoch);
+                    let lapsed = vip.owner.is_some_and(|owner| {
+                        book.lapsed(&claim.name, owner, vip.epoch, now_ms, cfg)
+                    });
+                    if kept || lapsed {
+                        book.vouch(&claim.name, host, claim.epoch, now_ms, cfg)
+                            .map(|_| cfg.lease_ms)
+                            .map_err(|r| refusal_text(&r))
+                    } else {
+                        Err(format!(
+                            "VIP {} is held under epoch {}: its standby takes over only once \
+                             this member's promise to the owner has lapsed",
+                            claim.name, vip.epoch
+                        ))
+                    }
+                }
                 Some(vip) if vip.owner != Some(host) || vip.epoch != claim.epoch => Err(format!(
                     "VIP {} is owned by {} at epoch {}, not by host {host} at epoch {}",
                     claim.name,
@@ -205,7 +243,26 @@ mod tests {
         vec![VipClaim {
             name: "api".into(),
             epoch,
+            standby: false,
         }]
+    }
+
+    /// A standby's claim of `epoch` (the owner's + 1).
+    fn as_standby(
+        state: &FleetState,
+        host: NodeId,
+        epoch: u64,
+        book: &mut PromiseBook,
+        now: u64,
+    ) -> Result<u64, String> {
+        let claims = [VipClaim {
+            name: "api".into(),
+            epoch,
+            standby: true,
+        }];
+        vouch_all(state, host, &claims, book, now, &CFG)
+            .remove(0)
+            .outcome
     }
 
     fn answer(
@@ -238,6 +295,7 @@ mod tests {
             &[VipClaim {
                 name: "dns".into(),
                 epoch: 1,
+                standby: false,
             }],
             &mut book,
             T,
@@ -285,5 +343,41 @@ mod tests {
                 .contains("started recently"),
             "{answers:?}"
         );
+    }
+
+    #[test]
+    fn the_standby_takes_over_only_from_an_owner_this_member_saw_lapse() {
+        let mut state = fleet(&[11]);
+        let standby = Command::SetVipStandby {
+            name: "api".into(),
+            standby: Some(12),
+            expected_epoch: 1,
+        };
+        assert!(!matches!(
+            state.apply(10, standby),
+            CommandReply::Refused(_)
+        ));
+        // A member that never vouched for the owner does not know what it holds.
+        let mut fresh = PromiseBook::new(0, &CFG);
+        let unknown = as_standby(&state, 12, 2, &mut fresh, T).unwrap_err();
+        assert!(
+            unknown.contains("its standby takes over only once"),
+            "{unknown}"
+        );
+        // While the owner's promise is live, or within the drift wait after it, no.
+        let mut book = PromiseBook::new(0, &CFG);
+        answer(&state, 11, 1, &mut book, T).unwrap();
+        let lapsed = T + CFG.lease_ms + CFG.handover_wait_ms();
+        assert!(as_standby(&state, 12, 2, &mut book, lapsed - 1).is_err());
+        // Only the standby, and only for the next epoch.
+        let mut third = book.clone();
+        assert!(as_standby(&state, 13, 2, &mut third, lapsed).is_err());
+        assert!(as_standby(&state, 12, 3, &mut third, lapsed).is_err());
+        // Not as an owner's claim: the standby says what it claims.
+        assert!(answer(&state, 12, 2, &mut book.clone(), lapsed).is_err());
+        assert_eq!(as_standby(&state, 12, 2, &mut book, lapsed), Ok(400));
+        // It keeps what it took over; the owner, back, is refused until it lapses in turn.
+        assert_eq!(as_standby(&state, 12, 2, &mut book, lapsed + 100), Ok(400));
+        assert!(answer(&state, 11, 1, &mut book, lapsed + 150).is_err());
     }
 }

@@ -70,17 +70,11 @@ impl VipSightings {
         } else {
             seen.leaving.remove(&host);
         }
-        for claim in claims {
-            // A previous holder still claiming an older epoch does not hide the new owner's
-            // claim.
-            let newer = seen
-                .claims
-                .get(&claim.name)
-                .is_none_or(|&(_, epoch, _)| epoch <= claim.epoch);
-            if newer {
-                seen.claims
-                    .insert(claim.name.clone(), (host, claim.epoch, now));
-            }
+        // A standby's claim is no owner asking: it neither keeps an owner's VIP nor lets a
+        // previous owner go.
+        for claim in claims.iter().filter(|c| !c.standby) {
+            seen.claims
+                .insert((claim.name.clone(), host), (claim.epoch, now));
         }
         // Readiness is what this renewal says: a VIP it no longer reports is not ready.
         seen.ready_since.retain(|(h, vip), _| {
@@ -125,7 +119,7 @@ impl VipSightings {
         let known = |name: &String| state.vips().contains_key(name);
         seen.epoch_seen.retain(|name, _| known(name));
         seen.released.retain(|name, _| known(name));
-        seen.claims.retain(|name, _| known(name));
+        seen.claims.retain(|(name, _), _| known(name));
         for (name, vip) in state.vips() {
             let first = seen
                 .epoch_seen
@@ -188,11 +182,12 @@ mod tests {
     }
 
     #[test]
-    fn claims_are_kept_per_vip_with_their_epoch() {
+    fn claims_are_kept_per_vip_and_host_with_their_epoch() {
         let s = VipSightings::new();
         let claim = VipClaim {
             name: "api".into(),
             epoch: 4,
+            standby: false,
         };
         s.record(12, std::slice::from_ref(&claim), &[], false, false);
         assert!(s.claimed("api", 12, 4, 1_000) && !s.claimed("api", 12, 3, 1_000));
@@ -200,9 +195,18 @@ mod tests {
         let old = VipClaim {
             name: "api".into(),
             epoch: 3,
+            standby: false,
         };
         s.record(11, std::slice::from_ref(&old), &[], false, false);
-        assert!(s.claimed("api", 12, 4, 1_000));
+        assert!(s.claimed("api", 12, 4, 1_000) && s.claimed("api", 11, 3, 1_000));
+        // A standby's claim is not an owner's.
+        let standby = VipClaim {
+            name: "api".into(),
+            epoch: 5,
+            standby: true,
+        };
+        s.record(13, std::slice::from_ref(&standby), &[], false, false);
+        assert!(!s.claimed("api", 13, 5, 1_000));
         // A VIP the state no longer has is forgotten.
         let (seen, _) = s.view(&FleetState::new());
         assert!(seen.claims.is_empty());

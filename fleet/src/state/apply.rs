@@ -54,6 +54,11 @@ impl FleetState {
             Command::DeleteVmidRange { name, now } => self.delete_vmid_range(&name, now),
             Command::PutVip { spec, now } => self.put_vip(spec.into(), now),
             Command::ApplyVip { spec, now } => self.put_vip(spec, now),
+            Command::SetVipStandby {
+                name,
+                standby,
+                expected_epoch,
+            } => self.set_vip_standby(&name, standby, expected_epoch),
             Command::DeleteVip { name, now } => self.delete_vip(&name, now),
             Command::SetVipOwner {
                 name,

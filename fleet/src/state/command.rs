@@ -333,6 +333,16 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// Name the host that takes a VIP over if its owner's lease lapses while no leader can
+    /// commit a new owner (v2), if its epoch is still `expected_epoch`.
+    SetVipStandby {
+        /// The VIP's name.
+        name: String,
+        /// The standby (`None`: nobody).
+        standby: Option<NodeId>,
+        /// The epoch the proposer saw.
+        expected_epoch: u64,
+    },
 }
 
 impl Command {
@@ -381,7 +391,9 @@ impl Command {
             | Command::AddAdmin { .. }
             | Command::RenewAdmin { .. }
             | Command::RevokeAdmin { .. } => ADMINS,
-            Command::MoveVip { .. } | Command::ApplyVip { .. } => VIP_HOLDING,
+            Command::MoveVip { .. } | Command::ApplyVip { .. } | Command::SetVipStandby { .. } => {
+                VIP_HOLDING
+            }
         }
     }
 
@@ -424,6 +436,7 @@ impl Command {
             Command::RevokeAdmin { .. } => "RevokeAdmin",
             Command::MoveVip { .. } => "MoveVip",
             Command::ApplyVip { .. } => "ApplyVip",
+            Command::SetVipStandby { .. } => "SetVipStandby",
         }
     }
 }

@@ -60,6 +60,7 @@ impl FleetState {
                         generation: 1,
                         owner: None,
                         epoch: 0,
+                        standby: None,
                     },
                 );
                 (ApplyOutcome::Created, 1)
@@ -114,38 +115,15 @@ impl FleetState {
             });
         }
         let holder = match owner {
-            Some(id) => {
-                let host = self
-                    .hosts
-                    .get(&id)
-                    .ok_or_else(|| not_found(EventKind::Host, id.to_string()))?;
-                if host.state != HostState::Online {
-                    return Err(StateError::Conflict(format!(
-                        "host {} ({id}) is {}: only an online host may hold a VIP",
-                        host.name, host.state
-                    )));
-                }
-                let eligible = vip.spec.hosts.is_empty()
-                    || vip
-                        .spec
-                        .hosts
-                        .iter()
-                        .any(|h| h.eq_ignore_ascii_case(&host.name));
-                if !eligible {
-                    return Err(StateError::Conflict(format!(
-                        "host {} is not eligible for VIP {name} (hosts: {})",
-                        host.name,
-                        vip.spec.hosts.join(", ")
-                    )));
-                }
-                format!("host {} ({id})", host.name)
-            }
+            Some(id) => format!("host {} ({id})", self.may_hold(vip, id)?),
             None => "nobody".to_string(),
         };
         let epoch = vip.epoch + 1;
         if let Some(vip) = self.vips.get_mut(name) {
             vip.owner = owner;
             vip.epoch = epoch;
+            // The leader names the next standby for the new owner.
+            vip.standby = None;
         }
         self.info(
             now,
@@ -157,6 +135,67 @@ impl FleetState {
             },
         );
         Ok(CommandReply::VipOwner { owner, epoch })
+    }
+
+    /// The name of host `id` if it may hold `vip`: online, and admitted by the spec's host
+    /// list. (Its labels are the leader's concern: a label change must not make a committed
+    /// entry fail on replay.)
+    fn may_hold(&self, vip: &Vip, id: NodeId) -> Result<&str, StateError> {
+        let host = self
+            .hosts
+            .get(&id)
+            .ok_or_else(|| not_found(EventKind::Host, id.to_string()))?;
+        if host.state != HostState::Online {
+            return Err(StateError::Conflict(format!(
+                "host {} ({id}) is {}: only an online host may hold a VIP",
+                host.name, host.state
+            )));
+        }
+        let eligible = vip.spec.hosts.is_empty()
+            || vip
+                .spec
+                .hosts
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(&host.name));
+        if !eligible {
+            return Err(StateError::Conflict(format!(
+                "host {} is not eligible for VIP {} (hosts: {})",
+                host.name,
+                vip.spec.name,
+                vip.spec.hosts.join(", ")
+            )));
+        }
+        Ok(&host.name)
+    }
+
+    pub(super) fn set_vip_standby(
+        &mut self,
+        name: &str,
+        standby: Option<NodeId>,
+        expected_epoch: u64,
+    ) -> Result<CommandReply, StateError> {
+        let vip = self
+            .vips
+            .get(name)
+            .ok_or_else(|| not_found(EventKind::Vip, name))?;
+        if vip.epoch != expected_epoch {
+            return Err(StateError::Conflict(format!(
+                "VIP {name} is at epoch {}, not {expected_epoch} as the proposer saw",
+                vip.epoch
+            )));
+        }
+        if let Some(id) = standby {
+            if vip.owner.is_none() || vip.owner == Some(id) {
+                return Err(StateError::Conflict(format!(
+                    "VIP {name}: a standby stands in for another owner"
+                )));
+            }
+            self.may_hold(vip, id)?;
+        }
+        if let Some(vip) = self.vips.get_mut(name) {
+            vip.standby = standby;
+        }
+        Ok(CommandReply::Done)
     }
 
     /// The VIPs whose spec admits host `host` (by name; every host when the list is empty),
@@ -176,6 +215,7 @@ impl FleetState {
                 interface: v.spec.interface.clone(),
                 owner: v.owner,
                 epoch: v.epoch,
+                standby: v.standby,
                 claimed: false,
                 checks: v.spec.checks.clone(),
             })

@@ -138,6 +138,19 @@ impl PromiseBook {
         }
     }
 
+    /// The last promise for `vip`, live or over.
+    pub fn last(&self, vip: &str) -> Option<Promise> {
+        self.promises.get(vip).copied()
+    }
+
+    /// Every live promise at `now_ms`, by VIP.
+    pub fn live(&self, now_ms: u64) -> impl Iterator<Item = (&str, Promise)> + '_ {
+        self.promises
+            .iter()
+            .filter(move |(_, p)| now_ms < p.until_ms)
+            .map(|(vip, p)| (vip.as_str(), *p))
+    }
+
     /// The live promise for `vip` at `now_ms`, if any.
     pub fn promise(&self, vip: &str, now_ms: u64) -> Option<Promise> {
         self.promises
@@ -185,15 +198,35 @@ impl PromiseBook {
     }
 
     /// The holder says it no longer holds `vip` (it removed the address first): the promise
-    /// ends now, so the next owner is vouched for at once (a graceful handover).
+    /// ends now, so the next owner is vouched for at once (a graceful handover). The ended
+    /// promise is kept, so [`PromiseBook::lapsed`] still knows whom it was for.
     pub fn release(&mut self, vip: &str, holder: NodeId, epoch: u64) {
-        if self
-            .promises
-            .get(vip)
-            .is_some_and(|p| p.holder == holder && p.epoch == epoch)
+        if let Some(p) = self.promises.get_mut(vip)
+            && p.holder == holder
+            && p.epoch == epoch
         {
-            self.promises.remove(vip);
+            // Ended long enough ago that the drift wait is over too.
+            p.until_ms = 0;
         }
+    }
+
+    /// Whether this member's last promise for `vip` was to `holder` at `epoch` and is over
+    /// (ran out, drift wait included, or released) at `now_ms`: a standby may take over only
+    /// from an owner that this member vouched for and saw lapse, never from one it never
+    /// vouched for (it may not know what that owner holds).
+    pub fn lapsed(
+        &self,
+        vip: &str,
+        holder: NodeId,
+        epoch: u64,
+        now_ms: u64,
+        cfg: &LeaseConfig,
+    ) -> bool {
+        self.promises.get(vip).is_some_and(|p| {
+            p.holder == holder
+                && p.epoch == epoch
+                && now_ms >= p.until_ms.saturating_add(cfg.handover_wait_ms())
+        })
     }
 }
 
@@ -282,6 +315,25 @@ mod tests {
         b.release("api", 1, 1);
         assert_eq!(b.promise("api", AWAKE + 1), None);
         assert!(b.vouch("api", 2, 2, AWAKE + 1, &CFG).is_ok());
+    }
+
+    #[test]
+    fn a_promise_lapses_only_once_over_with_the_drift_wait_and_only_for_its_holder() {
+        let mut b = book();
+        assert!(
+            !b.lapsed("api", 1, 1, AWAKE, &CFG),
+            "never vouched for: no lapse"
+        );
+        b.vouch("api", 1, 1, AWAKE, &CFG).unwrap();
+        let over = AWAKE + 400 + CFG.handover_wait_ms();
+        assert!(!b.lapsed("api", 1, 1, over - 1, &CFG));
+        assert!(b.lapsed("api", 1, 1, over, &CFG));
+        assert!(!b.lapsed("api", 1, 2, over, &CFG), "another epoch");
+        assert!(!b.lapsed("api", 2, 1, over, &CFG), "another holder");
+        // A release is a lapse at once.
+        b.vouch("dns", 1, 1, AWAKE, &CFG).unwrap();
+        b.release("dns", 1, 1);
+        assert!(b.lapsed("dns", 1, 1, AWAKE + 1, &CFG));
     }
 
     #[test]

@@ -29,8 +29,9 @@ use crate::state::FleetState;
 pub struct Sightings {
     /// Per host: when its agent last renewed (any renewal, owner or not).
     pub renewed_at: BTreeMap<NodeId, u64>,
-    /// Per VIP: the last claim heard, `(host, epoch, at)`.
-    pub claims: BTreeMap<String, (NodeId, u64, u64)>,
+    /// Per (VIP, host): the last claim heard from the host, `(epoch, at)` (an owner claims
+    /// its epoch, its standby the next).
+    pub claims: BTreeMap<(String, NodeId), (u64, u64)>,
     /// Per (host, VIP): since when the host has reported it ready without a break.
     pub ready_since: BTreeMap<(NodeId, String), u64>,
     /// Per VIP: the epoch this member saw first and when (the grant grace counts from there).
@@ -43,14 +44,16 @@ pub struct Sightings {
     pub not_ready: BTreeMap<(NodeId, String), String>,
     /// Hosts whose agent only simulates holding.
     pub simulated: BTreeSet<NodeId>,
+    /// Per VIP: whom this member vouches for now, `(holder, epoch)` (its own promises).
+    pub vouched: BTreeMap<String, (NodeId, u64)>,
 }
 
 impl Sightings {
     /// Whether `owner` claimed `vip` at `epoch` within `within_ms` of `now`.
     pub fn claimed(&self, vip: &str, owner: NodeId, epoch: u64, now: u64, within_ms: u64) -> bool {
-        self.claims.get(vip).is_some_and(|&(host, e, at)| {
-            host == owner && e == epoch && now.saturating_sub(at) < within_ms
-        })
+        self.claims
+            .get(&(vip.to_string(), owner))
+            .is_some_and(|&(e, at)| e == epoch && now.saturating_sub(at) < within_ms)
     }
 }
 
@@ -93,6 +96,9 @@ pub struct Move {
 pub const RELEASED: &str = "released by its owner";
 /// The reason of a move away from an owner whose agent is stopping.
 pub const HANDED_OVER: &str = "handed over (its owner's agent is stopping)";
+/// The reason of a move to the standby that took the VIP over.
+pub const STANDBY_TOOK_OVER: &str =
+    "owner lost (stopped renewing its lease): its standby took over";
 /// The reason when nobody can take a lost VIP.
 pub const UNASSIGNED: &str =
     "owner lost (stopped renewing its lease) and no other host is eligible";
@@ -162,6 +168,51 @@ pub fn standings(
     all
 }
 
+/// A VIP's standby to commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StandbyChange {
+    /// The VIP.
+    pub vip: String,
+    /// The new standby.
+    pub standby: Option<NodeId>,
+    /// The epoch it was chosen at.
+    pub expected_epoch: u64,
+}
+
+/// The standbys to commit at `now`: for each owned VIP whose owner is renewing, the host the
+/// owner would be replaced by (the best eligible other host), when it differs from the
+/// recorded one. A VIP whose owner is not renewing keeps its standby (it may be taking over).
+pub fn standbys(
+    state: &FleetState,
+    seen: &Sightings,
+    now: u64,
+    cfg: &ManageConfig,
+) -> Vec<StandbyChange> {
+    let mut changes = Vec::new();
+    for (name, vip) in state.vips() {
+        let Some(owner) = vip.owner else { continue };
+        let took_over = vip
+            .standby
+            .is_some_and(|s| seen.vouched.get(name) == Some(&(s, vip.epoch + 1)));
+        if took_over || !seen.claimed(name, owner, vip.epoch, now, cfg.lost_after_ms) {
+            continue;
+        }
+        let best = standings(state, vip, seen, now, cfg)
+            .into_iter()
+            .filter(|s| s.host != owner && s.why_not.is_none())
+            .min_by_key(|s| (std::cmp::Reverse(s.priority), s.host))
+            .map(|s| s.host);
+        if best != vip.standby {
+            changes.push(StandbyChange {
+                vip: name.clone(),
+                standby: best,
+                expected_epoch: vip.epoch,
+            });
+        }
+    }
+    changes
+}
+
 /// The changes to commit at `now` (this member's monotonic ms).
 pub fn plan(state: &FleetState, seen: &Sightings, now: u64, cfg: &ManageConfig) -> Vec<Move> {
     let within = |at: Option<&u64>, ms: u64| at.is_some_and(|&t| now.saturating_sub(t) < ms);
@@ -190,6 +241,21 @@ pub fn plan(state: &FleetState, seen: &Sightings, now: u64, cfg: &ManageConfig) 
                     || within(granted, cfg.grant_grace_ms)
             });
         let leaving = vip.owner.is_some_and(|o| seen.leaving.contains(&o));
+        // The standby may already hold it (members vouch for it once the owner's promise
+        // lapsed, leader or not): record that, rather than hand it to a third host that would
+        // wait for the standby's lease in turn.
+        let standby_took_over = vip
+            .standby
+            .filter(|&s| seen.vouched.get(name) == Some(&(s, vip.epoch + 1)));
+        if let Some(standby) = standby_took_over {
+            moves.push(Move {
+                vip: name.clone(),
+                to: Some(standby),
+                expected_epoch: vip.epoch,
+                reason: STANDBY_TOOK_OVER.into(),
+            });
+            continue;
+        }
         let view = VipView {
             owner: vip.owner,
             owner_renewing,
@@ -336,11 +402,11 @@ mod tests {
         assert_eq!(lost[0].to, Some(12));
         assert_eq!(lost[0].reason, "owner lost (stopped renewing its lease)");
         // Claiming at its epoch keeps it, for `lost_after_ms` after the last claim.
-        seen.claims.insert("api".into(), (11, 1, 1_900));
+        seen.claims.insert(("api".into(), 11), (1, 1_900));
         assert_eq!(plan(&f.state, &seen, 2_199, &CFG), vec![]);
         assert_eq!(plan(&f.state, &seen, 2_200, &CFG)[0].to, Some(12));
         // A claim at an older epoch is not a claim of this grant.
-        seen.claims.insert("api".into(), (11, 0, 2_150));
+        seen.claims.insert(("api".into(), 11), (0, 2_150));
         assert_eq!(plan(&f.state, &seen, 2_200, &CFG)[0].to, Some(12));
     }
 
@@ -350,7 +416,7 @@ mod tests {
         let moves = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
         f.own(&moves[0]);
         let mut seen = all_ready(1_000);
-        seen.claims.insert("api".into(), (11, 1, 1_000));
+        seen.claims.insert(("api".into(), 11), (1, 1_000));
         // Its interface went away but nobody else is listed: it keeps the VIP.
         seen.ready_since.remove(&(11, "api".to_string()));
         assert_eq!(plan(&f.state, &seen, 1_100, &CFG), vec![]);
@@ -365,7 +431,7 @@ mod tests {
         let moves = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
         f.own(&moves[0]);
         let mut seen = all_ready(1_000);
-        seen.claims.insert("api".into(), (11, 1, 1_000));
+        seen.claims.insert(("api".into(), 11), (1, 1_000));
         seen.ready_since.remove(&(11, "api".to_string()));
         let m = plan(&f.state, &seen, 1_100, &CFG);
         assert_eq!(m[0].to, Some(12));
@@ -383,7 +449,7 @@ mod tests {
         let first = plan(&f.state, &seen, 1_000, &CFG);
         assert_eq!(first[0].to, Some(12), "pve-a is leaving: {first:?}");
         f.own(&first[0]);
-        seen.claims.insert("api".into(), (12, 1, 1_000));
+        seen.claims.insert(("api".into(), 12), (1, 1_000));
         assert_eq!(plan(&f.state, &seen, 1_050, &CFG), vec![]);
         seen.leaving.insert(12);
         let moved = plan(&f.state, &seen, 1_050, &CFG);
@@ -400,7 +466,7 @@ mod tests {
         let first = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
         f.own(&first[0]);
         let mut seen = all_ready(1_000);
-        seen.claims.insert("api".into(), (11, 1, 1_000));
+        seen.claims.insert(("api".into(), 11), (1, 1_000));
         seen.released.insert("api".into(), (11, 0));
         assert_eq!(plan(&f.state, &seen, 1_010, &CFG), vec![], "an older grant");
         seen.released.insert("api".into(), (11, 1));
@@ -435,7 +501,7 @@ mod tests {
         let first = plan(&f.state, &seen, 1_000, &CFG);
         assert_eq!(first[0].to, Some(12));
         f.own(&first[0]);
-        seen.claims.insert("api".into(), (12, 1, 20_000));
+        seen.claims.insert(("api".into(), 12), (1, 20_000));
         seen.renewed_at.insert(13, 20_000);
         seen.renewed_at.insert(12, 20_000);
         seen.ready_since.insert((13, "api".into()), 15_000);
@@ -447,11 +513,52 @@ mod tests {
         for h in [12, 13] {
             seen.renewed_at.insert(h, 24_990);
         }
-        seen.claims.insert("api".into(), (12, 1, 24_990));
+        seen.claims.insert(("api".into(), 12), (1, 24_990));
         let back = plan(&f.state, &seen, 25_000, &CFG);
         assert_eq!(
             (back[0].to, back[0].reason.as_str()),
             (Some(13), "preempted by a preferred host")
         );
+    }
+
+    #[test]
+    fn the_standby_is_the_best_other_ready_host_and_a_standby_vouched_for_is_recorded() {
+        let mut f = Fleet::new(&["pve-a", "pve-b", "pve-c"]);
+        let first = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
+        f.own(&first[0]);
+        let mut seen = all_ready(1_000);
+        // Not before the owner claims it: it may be taken over by then.
+        assert_eq!(standbys(&f.state, &seen, 1_010, &CFG), vec![]);
+        seen.claims.insert(("api".into(), 11), (1, 1_000));
+        let chosen = standbys(&f.state, &seen, 1_010, &CFG);
+        assert_eq!(
+            chosen,
+            vec![StandbyChange {
+                vip: "api".into(),
+                standby: Some(12),
+                expected_epoch: 1
+            }]
+        );
+        f.ok(Command::SetVipStandby {
+            name: "api".into(),
+            standby: Some(12),
+            expected_epoch: 1,
+        });
+        assert_eq!(standbys(&f.state, &seen, 1_010, &CFG), vec![]);
+        // pve-b is no longer ready: pve-c stands by instead.
+        seen.ready_since.remove(&(12, "api".to_string()));
+        assert_eq!(standbys(&f.state, &seen, 1_010, &CFG)[0].standby, Some(13));
+        // This member vouches for the standby at the next epoch: it took over, the leader
+        // records it even though the owner still asks (its claims are refused).
+        seen.vouched.insert("api".into(), (12, 2));
+        let moved = plan(&f.state, &seen, 1_010, &CFG);
+        assert_eq!(
+            (moved[0].to, moved[0].reason.as_str()),
+            (Some(12), STANDBY_TOOK_OVER)
+        );
+        assert_eq!(standbys(&f.state, &seen, 1_010, &CFG), vec![]);
+        f.own(&moved[0]);
+        let vip = &f.state.vips()["api"];
+        assert_eq!((vip.owner, vip.epoch, vip.standby), (Some(12), 2, None));
     }
 }

@@ -297,6 +297,7 @@ mod tests {
             interface: "vmbr0".into(),
             owner: None,
             epoch: 0,
+            standby: None,
             claimed: false,
             checks,
         }

@@ -79,6 +79,9 @@ struct Grant {
     holding: Holding,
     /// The lease end last given to the holder (refresh only when it moves).
     given_until: Option<u64>,
+    /// A standby's claim of the next epoch: the members vouch for it only once the owner's
+    /// promise lapsed, so it waits at the renewal interval, not the acquiring one.
+    standby: bool,
 }
 
 /// The renewal loop of one agent.
@@ -236,6 +239,7 @@ impl<H: Holder> Keeper<H> {
                 .map(|g| VipClaim {
                     name: g.vip.name.clone(),
                     epoch: g.vip.epoch,
+                    standby: g.standby,
                 })
                 .collect(),
             reports,
@@ -272,6 +276,7 @@ impl<H: Holder> Keeper<H> {
                 .map(|v| VipClaim {
                     name: v.name.clone(),
                     epoch: v.epoch,
+                    standby: false,
                 })
                 .collect(),
         };
@@ -319,9 +324,11 @@ impl KeeperState {
         merged
     }
 
-    /// Whether a grant waits for its majority.
+    /// Whether a grant (not a standby's claim) waits for its majority.
     fn waiting(&self) -> bool {
-        self.grants.values().any(|g| !g.holding.is_held())
+        self.grants
+            .values()
+            .any(|g| !g.standby && !g.holding.is_held())
     }
 
     /// The earliest lease end of a held grant.
@@ -356,7 +363,13 @@ impl KeeperState {
             let keep = match merged.get(name) {
                 // Deleted, or this host is no longer a candidate.
                 None => false,
-                Some(c) if c.epoch == g.vip.epoch => c.owner == Some(host),
+                Some(c) if c.epoch == g.vip.epoch => {
+                    // A standby's claim the leader recorded is an owner's grant from now on.
+                    g.standby &= c.owner != Some(host);
+                    c.owner == Some(host)
+                }
+                // The standby's claim of the next epoch, while it is still the standby.
+                Some(c) if g.standby => c.epoch + 1 == g.vip.epoch && c.standby == Some(host),
                 // A member that has not applied the grant yet.
                 Some(c) if c.epoch < g.vip.epoch => true,
                 // Moved on: let go once the new owner is asking (the members will vouch for
@@ -385,6 +398,27 @@ impl KeeperState {
                         holding: Holding::new(self.members, self.lease_ms),
                         vip: c,
                         given_until: None,
+                        standby: false,
+                    },
+                );
+            } else if c.standby == Some(self.host)
+                && c.owner.is_some()
+                && !self.grants.contains_key(&name)
+            {
+                // Claimed as the next epoch: members vouch for it only once the owner's
+                // promise lapsed, which takes the VIP over even while no leader can commit.
+                let vip = VipCandidacy {
+                    epoch: c.epoch + 1,
+                    owner: Some(self.host),
+                    ..c
+                };
+                self.grants.insert(
+                    name,
+                    Grant {
+                        holding: Holding::new(self.members, self.lease_ms),
+                        vip,
+                        given_until: None,
+                        standby: true,
                     },
                 );
             }

@@ -1,7 +1,7 @@
 //! The node agent's integration tests, one binary (support code compiled once): the executor,
 //! journal (durability across SIGKILL: `lab::crash_child` re-runs this binary as the process to
-//! kill), session and VM operations against the simulator (`ops_support`), and the
-//! `pvefleet-agent` binary.
+//! kill), session and VM operations against the simulator (`ops_support`), the VIPs in network
+//! namespaces the tests make (`netns_support`, as root), and the `pvefleet-agent` binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
 mod agent_cli;
@@ -10,6 +10,7 @@ mod executor;
 mod inventory;
 mod journal_durability;
 mod journal_reopen;
+mod netns_support;
 mod ops_delete;
 mod ops_ensure;
 mod ops_power;

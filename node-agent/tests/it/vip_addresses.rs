@@ -3,76 +3,25 @@
 //! only addresses carrying pvefleet's marker are listed, released and swept, an address
 //! someone else added is never taken over or removed, and holding is idempotent.
 
-use std::fs::File;
-use std::net::IpAddr;
-use std::os::fd::AsFd;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
+use crate::netns_support;
 
-use futures_util::TryStreamExt;
+use std::net::IpAddr;
+
 use netlink_packet_route::address::AddressAttribute;
+use netns_support::{Netns, dump};
 use node_agent::vip::addresses::{Held, VipAddresses, VipError};
 
-static NEXT: AtomicU32 = AtomicU32::new(0);
-
-/// A network namespace with one up bridge `vmbr0` (as on a PVE host); deleted on drop.
-struct Netns {
-    name: String,
+/// A network namespace with one up bridge `vmbr0` (as on a PVE host).
+fn with_bridge() -> Netns {
+    let ns = Netns::new("vip");
+    ns.ip(&["link", "add", "vmbr0", "type", "bridge"]);
+    ns.ip(&["link", "set", "vmbr0", "up"]);
+    ns
 }
 
-fn ip(args: &[&str]) {
-    let status = Command::new("ip").args(args).status().expect("run ip");
-    assert!(
-        status.success(),
-        "ip {args:?} failed (the VIP tests need root)"
-    );
-}
-
-impl Netns {
-    fn new() -> Netns {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let name = format!("pvf-vip-{}-{n}", std::process::id());
-        ip(&["netns", "add", &name]);
-        let ns = Netns { name };
-        ip(&["-n", &ns.name, "link", "add", "vmbr0", "type", "bridge"]);
-        ip(&["-n", &ns.name, "link", "set", "vmbr0", "up"]);
-        ns
-    }
-
-    /// An address added the way an operator would (no marker).
-    fn add_foreign(&self, cidr: &str) {
-        ip(&["-n", &self.name, "address", "add", cidr, "dev", "vmbr0"]);
-    }
-
-    /// Runs `body` on a thread inside the namespace, with its own runtime.
-    fn run<R: Send>(&self, body: impl AsyncFnOnce() -> R + Send) -> R {
-        let path = format!("/run/netns/{}", self.name);
-        std::thread::scope(|s| {
-            s.spawn(move || {
-                let ns = File::open(&path).expect("open the namespace");
-                rustix::thread::move_into_link_name_space(
-                    ns.as_fd(),
-                    Some(rustix::thread::LinkNameSpaceType::Network),
-                )
-                .expect("enter the namespace");
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("runtime")
-                    .block_on(body())
-            })
-            .join()
-            .expect("the namespace thread")
-        })
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
+/// An address added the way an operator would (no marker).
+fn add_foreign(ns: &Netns, cidr: &str) {
+    ns.ip(&["address", "add", cidr, "dev", "vmbr0"]);
 }
 
 fn addr(s: &str) -> IpAddr {
@@ -81,16 +30,7 @@ fn addr(s: &str) -> IpAddr {
 
 /// Every address on the namespace's interfaces, marker or not.
 async fn all_addresses() -> Vec<IpAddr> {
-    let (connection, handle, _) = rtnetlink::new_connection().unwrap();
-    let task = tokio::spawn(connection);
-    let messages: Vec<_> = handle
-        .address()
-        .get()
-        .execute()
-        .try_collect()
-        .await
-        .unwrap();
-    task.abort();
+    let messages = dump(|h| h.address().get().execute()).await;
     let mut out: Vec<IpAddr> = messages
         .iter()
         .filter_map(|m| {
@@ -114,9 +54,9 @@ async fn all_addresses() -> Vec<IpAddr> {
 
 #[test]
 fn only_addresses_carrying_the_marker_are_listed_released_and_swept() {
-    let ns = Netns::new();
-    ns.add_foreign("10.77.0.5/24");
-    ns.add_foreign("fd00:77::5/64");
+    let ns = with_bridge();
+    add_foreign(&ns, "10.77.0.5/24");
+    add_foreign(&ns, "fd00:77::5/64");
     ns.run(async || {
         let vips = VipAddresses::connect().unwrap();
         vips.hold("vmbr0", addr("10.77.0.100"), 24).await.unwrap();
@@ -152,8 +92,8 @@ fn only_addresses_carrying_the_marker_are_listed_released_and_swept() {
 
 #[test]
 fn an_address_someone_else_added_is_never_taken_over_or_removed() {
-    let ns = Netns::new();
-    ns.add_foreign("10.78.0.5/24");
+    let ns = with_bridge();
+    add_foreign(&ns, "10.78.0.5/24");
     ns.run(async || {
         let vips = VipAddresses::connect().unwrap();
         let taken = vips.hold("vmbr0", addr("10.78.0.5"), 24).await.unwrap_err();
@@ -171,7 +111,7 @@ fn an_address_someone_else_added_is_never_taken_over_or_removed() {
 
 #[test]
 fn holding_is_idempotent_and_a_missing_interface_is_said() {
-    let ns = Netns::new();
+    let ns = with_bridge();
     ns.run(async || {
         let vips = VipAddresses::connect().unwrap();
         for _ in 0..2 {

@@ -6,22 +6,14 @@
 //! The host never holds the VIP here, so no kernel sends anything about it on its own: what the
 //! client sees and learns comes from the announcer alone.
 
-use std::fs::File;
+use crate::netns_support;
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::os::fd::AsFd;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use futures_util::TryStreamExt;
-use netlink_packet_route::link::{
-    BridgePortState, InfoBridgePort, InfoPortData, LinkAttribute, LinkInfo,
-};
-use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute};
+use netns_support::{CLIENT_IF, Pair, block_on, neighbour_macs};
 use node_agent::vip::announce::{AnnounceError, Announcer, Timing};
-
-static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// The MAC of the host's `vmbr0`, set by the test so that it is known without asking.
 const HOST_MAC: [u8; 6] = [0x02, 0x5a, 0x0a, 0x00, 0x00, 0x01];
@@ -29,173 +21,69 @@ const HOST_MAC_TEXT: &str = "02:5a:0a:00:00:01";
 /// The MAC of the VIP's previous holder, in the client's stale neighbour entries.
 const OLD_MAC: [u8; 6] = [0x02, 0x5a, 0x0a, 0x00, 0x00, 0x99];
 const OLD_MAC_TEXT: &str = "02:5a:0a:00:00:99";
-/// The client's interface (the veth's other end).
-const CLIENT_IF: &str = "eth0";
 /// How long anything the test waits for may take.
 const PATIENCE: Duration = Duration::from_secs(5);
 
-fn ip(args: &[&str]) {
-    let status = Command::new("ip").args(args).status().expect("run ip");
-    assert!(
-        status.success(),
-        "ip {args:?} failed (the VIP tests need root)"
+/// The host and the client, `vmbr0` with [`HOST_MAC`].
+fn new_pair() -> Pair {
+    Pair::new("ann", HOST_MAC_TEXT)
+}
+
+/// Gives the client an address in the VIP's network and a stale neighbour entry for the VIP
+/// naming the old holder's MAC, which its kernel then holds.
+#[track_caller]
+fn client_knows_old_holder(pair: &Pair, client_cidr: &str, vip: IpAddr) {
+    let mut add = vec!["address", "add", client_cidr, "dev", CLIENT_IF];
+    if vip.is_ipv6() {
+        add.push("nodad");
+    }
+    pair.client.ip(&add);
+    let vip_text = vip.to_string();
+    pair.client.ip(&[
+        "neigh",
+        "add",
+        &vip_text,
+        "lladdr",
+        OLD_MAC_TEXT,
+        "dev",
+        CLIENT_IF,
+        "nud",
+        "stale",
+    ]);
+    assert_eq!(
+        pair.client.run(async || neighbour_mac(vip).await),
+        Some(OLD_MAC.to_vec())
     );
 }
 
-/// Two namespaces, "host" and "client", joined by a veth pair whose host end is a port of the
-/// host's bridge `vmbr0`; both deleted on drop.
-struct Pair {
-    host: String,
-    client: String,
-}
-
-impl Pair {
-    fn new() -> Pair {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let base = format!("pvf-ann-{}-{n}", std::process::id());
-        let pair = Pair {
-            host: format!("{base}-h"),
-            client: format!("{base}-c"),
-        };
-        // Made one by one after `pair` exists, so that drop deletes whichever were made.
-        ip(&["netns", "add", &pair.host]);
-        ip(&["netns", "add", &pair.client]);
-        let (h, c) = (pair.host.as_str(), pair.client.as_str());
-        ip(&["-n", h, "link", "add", "vmbr0", "type", "bridge"]);
-        // An address set by hand stays when ports join (a bridge otherwise takes its lowest).
-        ip(&["-n", h, "link", "set", "vmbr0", "address", HOST_MAC_TEXT]);
-        ip(&[
-            "-n", h, "link", "add", "veth0", "type", "veth", "peer", "name", CLIENT_IF, "netns", c,
-        ]);
-        ip(&["-n", h, "link", "set", "veth0", "master", "vmbr0"]);
-        ip(&["-n", h, "link", "set", "veth0", "up"]);
-        ip(&["-n", h, "link", "set", "vmbr0", "up"]);
-        ip(&["-n", c, "link", "set", CLIENT_IF, "up"]);
-        pair.in_host(|| block_on(wait_until_forwarding("veth0")));
-        pair
-    }
-
-    /// Gives the client an address in the VIP's network and a stale neighbour entry for the
-    /// VIP naming the old holder's MAC.
-    fn client_knows_old_holder(&self, client_cidr: &str, vip: IpAddr) {
-        let c = self.client.as_str();
-        let mut add = vec!["-n", c, "address", "add", client_cidr, "dev", CLIENT_IF];
-        if vip.is_ipv6() {
-            add.push("nodad");
-        }
-        ip(&add);
-        let vip = vip.to_string();
-        ip(&[
-            "-n",
-            c,
-            "neigh",
-            "add",
-            &vip,
-            "lladdr",
-            OLD_MAC_TEXT,
-            "dev",
-            CLIENT_IF,
-            "nud",
-            "stale",
-        ]);
-    }
-
-    fn in_host<R: Send>(&self, body: impl FnOnce() -> R + Send) -> R {
-        in_netns(&self.host, body)
-    }
-
-    fn in_client<R: Send>(&self, body: impl FnOnce() -> R + Send) -> R {
-        in_netns(&self.client, body)
-    }
-
-    /// Runs `announce` in the host while the client captures, for at most `window`, the frames
-    /// `keep` accepts, until `want` have come; what `announce` returned and those frames.
-    fn announce_and_capture<R: Send>(
-        &self,
-        want: usize,
-        window: Duration,
-        keep: impl Fn(&[u8]) -> bool + Send,
-        announce: impl FnOnce() -> R + Send,
-    ) -> (R, Vec<Vec<u8>>) {
-        std::thread::scope(|s| {
-            let (ready, is_ready) = mpsc::channel();
-            let capture = s.spawn(move || {
-                self.in_client(move || capture(CLIENT_IF, &ready, want, window, keep))
-            });
-            is_ready
-                .recv_timeout(PATIENCE)
-                .expect("the capture is listening");
-            let announced = self.in_host(announce);
-            (announced, capture.join().expect("the capture thread"))
-        })
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for name in [&self.host, &self.client] {
-            let _ = Command::new("ip").args(["netns", "del", name]).status();
-        }
-    }
-}
-
-/// Runs `body` on a thread inside namespace `name`.
-fn in_netns<R: Send>(name: &str, body: impl FnOnce() -> R + Send) -> R {
-    let path = format!("/run/netns/{name}");
+/// Runs `announce` in the host while the client captures, for at most `window`, the frames
+/// `keep` accepts, until `want` have come; what `announce` returned and those frames.
+fn announce_and_capture<R: Send>(
+    pair: &Pair,
+    want: usize,
+    window: Duration,
+    keep: impl Fn(&[u8]) -> bool + Send,
+    announce: impl AsyncFnOnce() -> R + Send,
+) -> (R, Vec<Vec<u8>>) {
     std::thread::scope(|s| {
-        s.spawn(move || {
-            let ns = File::open(&path).expect("open the namespace");
-            rustix::thread::move_into_link_name_space(
-                ns.as_fd(),
-                Some(rustix::thread::LinkNameSpaceType::Network),
-            )
-            .expect("enter the namespace");
-            body()
-        })
-        .join()
-        .expect("the namespace thread")
+        let (ready, is_ready) = mpsc::channel();
+        let capture = s.spawn(move || {
+            pair.client
+                .enter(move || capture(CLIENT_IF, &ready, want, window, keep))
+        });
+        is_ready
+            .recv_timeout(PATIENCE)
+            .expect("the capture is listening");
+        let announced = pair.host.run(announce);
+        (announced, capture.join().expect("the capture thread"))
     })
 }
 
-fn block_on<F: Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-        .block_on(future)
-}
-
-/// Waits (boundedly) until bridge port `port` forwards: a frame sent before would be dropped
-/// by the bridge, not by anything under test.
-async fn wait_until_forwarding(port: &str) {
-    let (connection, handle, _) = rtnetlink::new_connection().unwrap();
-    let task = tokio::spawn(connection);
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let links: Vec<_> = handle
-            .link()
-            .get()
-            .match_name(port.to_string())
-            .execute()
-            .try_collect()
-            .await
-            .unwrap();
-        let forwarding = links.iter().flat_map(|l| &l.attributes).any(|a| {
-            let LinkAttribute::LinkInfo(infos) = a else {
-                return false;
-            };
-            infos.iter().any(|i| {
-                matches!(i, LinkInfo::PortData(InfoPortData::BridgePort(port))
-                    if port.contains(&InfoBridgePort::State(BridgePortState::Forwarding)))
-            })
-        });
-        if forwarding {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{port} never forwarded");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    task.abort();
+/// How long `announcing` took, which must succeed.
+async fn timed(announcing: impl Future<Output = Result<(), AnnounceError>>) -> Duration {
+    let start = Instant::now();
+    announcing.await.unwrap();
+    start.elapsed()
 }
 
 /// Captures on `interface` the frames `keep` accepts, until `want` have come or `window` has
@@ -250,30 +138,17 @@ fn is_na_for(vip: Ipv6Addr) -> impl Fn(&[u8]) -> bool {
 
 /// The client kernel's neighbour entry for `vip`: its MAC, if there is one.
 async fn neighbour_mac(vip: IpAddr) -> Option<Vec<u8>> {
-    let (connection, handle, _) = rtnetlink::new_connection().unwrap();
-    let task = tokio::spawn(connection);
-    let entries: Vec<_> = handle
-        .neighbours()
-        .get()
-        .execute()
-        .try_collect()
-        .await
-        .unwrap();
-    task.abort();
-    entries.iter().find_map(|entry| {
-        let names_vip = entry.attributes.iter().any(|a| {
-            matches!(a, NeighbourAttribute::Destination(NeighbourAddress::Inet(v4)) if IpAddr::V4(*v4) == vip)
-                || matches!(a, NeighbourAttribute::Destination(NeighbourAddress::Inet6(v6)) if IpAddr::V6(*v6) == vip)
-        });
-        names_vip
-            .then(|| {
-                entry.attributes.iter().find_map(|a| match a {
-                    NeighbourAttribute::LinkLayerAddress(mac) => Some(mac.clone()),
-                    _ => None,
-                })
-            })
-            .flatten()
-    })
+    neighbour_macs(vip).await.into_iter().next()
+}
+
+/// Asserts that the client's entry for `vip` comes (boundedly) to name the host's MAC.
+#[track_caller]
+fn assert_client_moves_to_host(pair: &Pair, vip: IpAddr) {
+    assert_eq!(
+        pair.client
+            .run(async || neighbour_becomes(vip, HOST_MAC).await),
+        Some(HOST_MAC.to_vec())
+    );
 }
 
 /// Waits (boundedly) until the client's entry for `vip` names `mac`; the MAC it names last.
@@ -310,22 +185,14 @@ fn icmpv6_checksum_holds(frame: &[u8]) -> bool {
 
 #[test]
 fn a_gratuitous_arp_burst_reaches_the_client_and_moves_its_stale_entry() {
-    let pair = Pair::new();
+    let pair = new_pair();
     let vip: Ipv4Addr = "10.82.0.100".parse().unwrap();
-    pair.client_knows_old_holder("10.82.0.2/24", vip.into());
-    assert_eq!(
-        pair.in_client(|| block_on(neighbour_mac(vip.into()))),
-        Some(OLD_MAC.to_vec())
-    );
+    client_knows_old_holder(&pair, "10.82.0.2/24", vip.into());
 
     let announcer = Announcer::new();
     let timing = announcer.timing();
-    let (took, frames) = pair.announce_and_capture(5, PATIENCE, is_garp_for(vip), || {
-        block_on(async {
-            let start = Instant::now();
-            announcer.announce("vmbr0", vip.into()).await.unwrap();
-            start.elapsed()
-        })
+    let (took, frames) = announce_and_capture(&pair, 5, PATIENCE, is_garp_for(vip), async || {
+        timed(announcer.announce("vmbr0", vip.into())).await
     });
 
     // keepalived's burst: five frames, spaced by the interval.
@@ -343,25 +210,19 @@ fn a_gratuitous_arp_burst_reaches_the_client_and_moves_its_stale_entry() {
     }
 
     // The kernel updates an existing entry from a gratuitous ARP.
-    assert_eq!(
-        pair.in_client(|| block_on(neighbour_becomes(vip.into(), HOST_MAC))),
-        Some(HOST_MAC.to_vec())
-    );
+    assert_client_moves_to_host(&pair, vip.into());
 }
 
 #[test]
 fn an_unsolicited_na_burst_reaches_the_client_and_moves_its_stale_entry() {
-    let pair = Pair::new();
+    let pair = new_pair();
     let vip: Ipv6Addr = "fd00:82::100".parse().unwrap();
-    pair.client_knows_old_holder("fd00:82::2/64", vip.into());
-    assert_eq!(
-        pair.in_client(|| block_on(neighbour_mac(vip.into()))),
-        Some(OLD_MAC.to_vec())
-    );
+    client_knows_old_holder(&pair, "fd00:82::2/64", vip.into());
 
-    let (announced, frames) = pair.announce_and_capture(5, PATIENCE, is_na_for(vip), || {
-        block_on(Announcer::new().announce("vmbr0", vip.into()))
-    });
+    let (announced, frames) =
+        announce_and_capture(&pair, 5, PATIENCE, is_na_for(vip), async || {
+            Announcer::new().announce("vmbr0", vip.into()).await
+        });
     announced.unwrap();
 
     assert_eq!(frames.len(), 5, "{frames:02x?}");
@@ -385,15 +246,12 @@ fn an_unsolicited_na_burst_reaches_the_client_and_moves_its_stale_entry() {
     }
 
     // An advertisement with Override replaces the MAC of an existing entry.
-    assert_eq!(
-        pair.in_client(|| block_on(neighbour_becomes(vip.into(), HOST_MAC))),
-        Some(HOST_MAC.to_vec())
-    );
+    assert_client_moves_to_host(&pair, vip.into());
 }
 
 #[test]
 fn a_takeover_repeats_the_burst_later_unless_it_is_dropped_first() {
-    let pair = Pair::new();
+    let pair = new_pair();
     let timing = Timing {
         repeat: 2,
         interval: Duration::from_millis(10),
@@ -402,12 +260,8 @@ fn a_takeover_repeats_the_burst_later_unless_it_is_dropped_first() {
     let announcer = Announcer::with_timing(timing);
 
     let vip: Ipv4Addr = "10.83.0.100".parse().unwrap();
-    let (took, frames) = pair.announce_and_capture(4, PATIENCE, is_garp_for(vip), || {
-        block_on(async {
-            let start = Instant::now();
-            announcer.takeover("vmbr0", vip.into()).await.unwrap();
-            start.elapsed()
-        })
+    let (took, frames) = announce_and_capture(&pair, 4, PATIENCE, is_garp_for(vip), async || {
+        timed(announcer.takeover("vmbr0", vip.into())).await
     });
     assert_eq!(frames.len(), 4, "two bursts of two: {frames:02x?}");
     assert!(took >= Duration::from_millis(1000), "{took:?}");
@@ -418,17 +272,15 @@ fn a_takeover_repeats_the_burst_later_unless_it_is_dropped_first() {
     let vip: Ipv4Addr = "10.83.0.101".parse().unwrap();
     let window = Duration::from_millis(2000);
     let (timed_out, frames) =
-        pair.announce_and_capture(usize::MAX, window, is_garp_for(vip), || {
-            block_on(async {
-                let dropped = tokio::time::timeout(
-                    Duration::from_millis(500),
-                    announcer.takeover("vmbr0", vip.into()),
-                )
-                .await
-                .is_err();
-                tokio::time::sleep(Duration::from_millis(1000)).await;
-                dropped
-            })
+        announce_and_capture(&pair, usize::MAX, window, is_garp_for(vip), async || {
+            let dropped = tokio::time::timeout(
+                Duration::from_millis(500),
+                announcer.takeover("vmbr0", vip.into()),
+            )
+            .await
+            .is_err();
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            dropped
         });
     assert!(timed_out, "the takeover ended before its second burst");
     assert_eq!(frames.len(), 2, "only the first burst: {frames:02x?}");
@@ -436,41 +288,39 @@ fn a_takeover_repeats_the_burst_later_unless_it_is_dropped_first() {
 
 #[test]
 fn what_cannot_be_announced_is_said() {
-    let pair = Pair::new();
+    let pair = new_pair();
     // A second bridge, left down (the kernels we test on may lack the dummy driver).
-    ip(&["-n", &pair.host, "link", "add", "vmbr1", "type", "bridge"]);
+    pair.host.ip(&["link", "add", "vmbr1", "type", "bridge"]);
     let vip: IpAddr = "10.84.0.100".parse().unwrap();
     let announcer = Announcer::new();
-    pair.in_host(|| {
-        block_on(async {
-            let missing = announcer.announce("vmbr9", vip).await.unwrap_err();
-            assert!(
-                matches!(missing, AnnounceError::NoInterface(ref i) if i == "vmbr9"),
-                "{missing}"
-            );
-            let loopback = announcer.announce("lo", vip).await.unwrap_err();
-            assert!(
-                matches!(loopback, AnnounceError::NotEthernet(ref i) if i == "lo"),
-                "{loopback}"
-            );
-            let down = announcer.announce("vmbr1", vip).await.unwrap_err();
-            assert!(
-                matches!(down, AnnounceError::InterfaceDown(ref i) if i == "vmbr1"),
-                "{down}"
-            );
-            assert!(down.to_string().contains("ip link set vmbr1 up"), "{down}");
-            let multicast: IpAddr = "224.0.0.18".parse().unwrap();
-            let group = announcer.announce("vmbr0", multicast).await.unwrap_err();
-            assert!(
-                matches!(group, AnnounceError::NotUnicast(a) if a == multicast),
-                "{group}"
-            );
-        });
+    pair.host.run(async || {
+        let missing = announcer.announce("vmbr9", vip).await.unwrap_err();
+        assert!(
+            matches!(missing, AnnounceError::NoInterface(ref i) if i == "vmbr9"),
+            "{missing}"
+        );
+        let loopback = announcer.announce("lo", vip).await.unwrap_err();
+        assert!(
+            matches!(loopback, AnnounceError::NotEthernet(ref i) if i == "lo"),
+            "{loopback}"
+        );
+        let down = announcer.announce("vmbr1", vip).await.unwrap_err();
+        assert!(
+            matches!(down, AnnounceError::InterfaceDown(ref i) if i == "vmbr1"),
+            "{down}"
+        );
+        assert!(down.to_string().contains("ip link set vmbr1 up"), "{down}");
+        let multicast: IpAddr = "224.0.0.18".parse().unwrap();
+        let group = announcer.announce("vmbr0", multicast).await.unwrap_err();
+        assert!(
+            matches!(group, AnnounceError::NotUnicast(a) if a == multicast),
+            "{group}"
+        );
     });
 
     // Without CAP_NET_RAW (capabilities are per thread; the runtime's blocking threads are
     // spawned from this one and inherit its sets).
-    let refused = pair.in_host(|| {
+    let refused = pair.host.enter(|| {
         use rustix::thread::{CapabilitySet, capabilities, set_capabilities};
         let mut sets = capabilities(None).unwrap();
         sets.effective.remove(CapabilitySet::NET_RAW);

@@ -5,18 +5,14 @@
 //! reply or neighbour advertisement from the host; what the client learned is read through
 //! rtnetlink. Every wait is bounded: a probe gives up after [`PATIENCE`].
 
-use std::fs::File;
+use crate::netns_support;
+
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsFd;
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use futures_util::TryStreamExt;
-use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute};
+use netns_support::{CLIENT_IF, Netns, Pair, neighbour_macs};
 use node_agent::vip::gate::{Gate, GateError, TABLE};
-
-static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// The host's listener (both families) and the client's.
 const PORT: u16 = 7700;
@@ -36,35 +32,9 @@ fn addr(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
-fn ip(args: &[&str]) {
-    let status = Command::new("ip").args(args).status().expect("run ip");
-    assert!(
-        status.success(),
-        "ip {args:?} failed (the VIP tests need root)"
-    );
-}
-
-/// Runs `body` on a thread inside network namespace `ns` (processes it spawns are there too).
-fn in_ns<R: Send>(ns: &str, body: impl FnOnce() -> R + Send) -> R {
-    let path = format!("/run/netns/{ns}");
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            let file = File::open(&path).expect("open the namespace");
-            rustix::thread::move_into_link_name_space(
-                file.as_fd(),
-                Some(rustix::thread::LinkNameSpaceType::Network),
-            )
-            .expect("enter the namespace");
-            body()
-        })
-        .join()
-        .expect("the namespace thread")
-    })
-}
-
 /// `nft -j ARGS` in namespace `ns`, parsed (nft's JSON output is its structured interface).
-fn nft_json(ns: &str, args: &[&str]) -> serde_json::Value {
-    let output = in_ns(ns, || {
+fn nft_json(ns: &Netns, args: &[&str]) -> serde_json::Value {
+    let output = ns.enter(|| {
         Command::new("nft")
             .arg("-j")
             .args(args)
@@ -79,59 +49,42 @@ fn nft_json(ns: &str, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("nft's JSON")
 }
 
-/// Runs an nft script in namespace `ns` (an operator's own tables).
-fn nft_script(ns: &str, script: &str) {
+/// Runs an nft script with `nft -f -` in the current namespace.
+fn nft_file(script: &str) -> ExitStatus {
     use std::io::Write as _;
-    let status = in_ns(ns, || {
-        let mut child = Command::new("nft")
-            .args(["-f", "-"])
-            .stdin(Stdio::piped())
-            .spawn()
-            .expect("run nft");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(script.as_bytes())
-            .unwrap();
-        child.wait().unwrap()
-    });
+    let mut child = Command::new("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("run nft");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    child.wait().unwrap()
+}
+
+/// Runs an nft script in namespace `ns` (an operator's own tables).
+fn nft_script(ns: &Netns, script: &str) {
+    let status = ns.enter(|| nft_file(script));
     assert!(status.success(), "nft -f: {script}");
-}
-
-/// Network namespaces, deleted on drop (even when a test fails half-way through a setup).
-struct Namespaces(Vec<String>);
-
-impl Namespaces {
-    fn add(&mut self, name: String) -> String {
-        ip(&["netns", "add", &name]);
-        self.0.push(name.clone());
-        name
-    }
-}
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for ns in &self.0 {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
 }
 
 /// The host and the client namespaces, joined through the host's bridge.
 struct Lan {
-    host: String,
-    client: String,
     /// The host's listener on every address, port [`PORT`] (non-blocking, drained by probes).
     listener: TcpListener,
     /// The client's listener, port [`CLIENT_PORT`].
     client_listener: TcpListener,
-    /// Last, so the listeners are closed first.
-    _namespaces: Namespaces,
+    /// After the listeners, so that they are closed first.
+    host: Netns,
+    client: Netns,
 }
 
-fn listen(ns: &str, port: u16) -> TcpListener {
-    in_ns(ns, || {
+fn listen(ns: &Netns, port: u16) -> TcpListener {
+    ns.enter(|| {
         let listener = TcpListener::bind(("::", port)).expect("listen");
         listener.set_nonblocking(true).unwrap();
         listener
@@ -144,78 +97,47 @@ fn drain(listener: &TcpListener) {
 
 impl Lan {
     fn new() -> Lan {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let base = format!("pvf-gate-{}-{n}", std::process::id());
-        let mut namespaces = Namespaces(Vec::new());
-        let h = namespaces.add(format!("{base}-h"));
-        let c = namespaces.add(format!("{base}-c"));
-        for ns in [&h, &c] {
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        let Pair { host, client } = Pair::new("gate", HOST_MAC);
+        for host_ip in [HOST4, VIP4, OPERATOR4] {
+            let cidr = format!("{host_ip}/24");
+            host.ip(&["address", "add", &cidr, "dev", "vmbr0"]);
         }
-        ip(&[
-            "-n", &h, "link", "add", "vmbr0", "address", HOST_MAC, "type", "bridge",
-        ]);
-        ip(&["-n", &h, "link", "set", "vmbr0", "up"]);
-        ip(&[
-            "-n", &h, "link", "add", "veth-h", "type", "veth", "peer", "name", "veth-c", "netns",
-            &c,
-        ]);
-        ip(&["-n", &h, "link", "set", "veth-h", "master", "vmbr0", "up"]);
-        ip(&["-n", &c, "link", "set", "veth-c", "up"]);
-        for host in [HOST4, VIP4, OPERATOR4] {
-            ip(&[
-                "-n",
-                &h,
-                "address",
-                "add",
-                &format!("{host}/24"),
-                "dev",
-                "vmbr0",
-            ]);
+        for host_ip in ["fd77::1", VIP6, OPERATOR6] {
+            let cidr = format!("{host_ip}/64");
+            host.ip(&["address", "add", &cidr, "dev", "vmbr0", "nodad"]);
         }
-        for host in ["fd77::1", VIP6, OPERATOR6] {
-            let cidr = format!("{host}/64");
-            ip(&["-n", &h, "address", "add", &cidr, "dev", "vmbr0", "nodad"]);
-        }
-        ip(&[
-            "-n",
-            &c,
-            "address",
-            "add",
-            &format!("{CLIENT4}/24"),
-            "dev",
-            "veth-c",
-        ]);
-        ip(&[
-            "-n",
-            &c,
-            "address",
-            "add",
-            "fd77::2/64",
-            "dev",
-            "veth-c",
-            "nodad",
-        ]);
+        let cidr = format!("{CLIENT4}/24");
+        client.ip(&["address", "add", &cidr, "dev", CLIENT_IF]);
+        client.ip(&["address", "add", "fd77::2/64", "dev", CLIENT_IF, "nodad"]);
         Lan {
-            listener: listen(&h, PORT),
-            client_listener: listen(&c, CLIENT_PORT),
-            host: h,
-            client: c,
-            _namespaces: namespaces,
+            listener: listen(&host, PORT),
+            client_listener: listen(&client, CLIENT_PORT),
+            host,
+            client,
         }
     }
 
+    /// A new LAN whose host has pvefleet's gate, managing `vip` (and not opening it).
+    fn gating(vip: &str) -> (Lan, Gate) {
+        let lan = Lan::new();
+        let gate = lan.install(TABLE);
+        gate.manage(addr(vip)).unwrap();
+        (lan, gate)
+    }
+
     fn install(&self, table: &str) -> Gate {
-        in_ns(&self.host, || Gate::install(table)).expect("install the gate")
+        self.host
+            .enter(|| Gate::install(table))
+            .expect("install the gate")
     }
 
     /// Whether the client, with its neighbour cache flushed, connects to `target`:`PORT`.
     fn reaches(&self, target: &str) -> bool {
-        ip(&["-n", &self.client, "neigh", "flush", "dev", "veth-c"]);
+        self.client.ip(&["neigh", "flush", "dev", CLIENT_IF]);
         let target = SocketAddr::new(addr(target), PORT);
-        let reached = in_ns(&self.client, || {
-            TcpStream::connect_timeout(&target, PATIENCE).is_ok()
-        });
+        let reached = self
+            .client
+            .enter(|| TcpStream::connect_timeout(&target, PATIENCE).is_ok());
         drain(&self.listener);
         reached
     }
@@ -224,19 +146,13 @@ impl Lan {
     fn host_reaches_client_from(&self, source: &str) -> bool {
         let source = SocketAddr::new(addr(source), 0);
         let target = SocketAddr::new(addr(CLIENT4), CLIENT_PORT);
-        let reached = in_ns(&self.host, || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(async {
-                    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-                    socket.bind(source).unwrap();
-                    matches!(
-                        tokio::time::timeout(PATIENCE, socket.connect(target)).await,
-                        Ok(Ok(_))
-                    )
-                })
+        let reached = self.host.run(async || {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(source).unwrap();
+            matches!(
+                tokio::time::timeout(PATIENCE, socket.connect(target)).await,
+                Ok(Ok(_))
+            )
         });
         drain(&self.client_listener);
         reached
@@ -246,40 +162,29 @@ impl Lan {
     /// for an entry that an ARP reply or neighbour advertisement made valid).
     fn learned(&self, target: &str) -> bool {
         let target = addr(target);
-        let neighbours = in_ns(&self.client, || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(async {
-                    let (connection, handle, _) = rtnetlink::new_connection().unwrap();
-                    let task = tokio::spawn(connection);
-                    let all: Vec<_> = handle
-                        .neighbours()
-                        .get()
-                        .execute()
-                        .try_collect()
-                        .await
-                        .unwrap();
-                    task.abort();
-                    all
-                })
-        });
-        neighbours.iter().any(|n| {
-            let is_target = n.attributes.iter().any(|a| match a {
-                NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => {
-                    IpAddr::V4(*ip) == target
-                }
-                NeighbourAttribute::Destination(NeighbourAddress::Inet6(ip)) => {
-                    IpAddr::V6(*ip) == target
-                }
-                _ => false,
-            });
-            is_target
-                && n.attributes
-                    .iter()
-                    .any(|a| matches!(a, NeighbourAttribute::LinkLayerAddress(l) if !l.is_empty()))
-        })
+        let macs = self.client.run(async || neighbour_macs(target).await);
+        macs.iter().any(|mac| !mac.is_empty())
+    }
+
+    /// Asserts that the client connects to `target` and learned its link-layer address.
+    #[track_caller]
+    fn assert_answers(&self, target: &str) {
+        assert!(self.reaches(target), "{target} did not answer");
+        assert!(self.learned(target), "no reply from {target} was learned");
+    }
+
+    /// Opens `vip` for 300 ms and does not refresh it, as a frozen agent would: the kernel must
+    /// close it by itself within 2 s, and no ARP reply or neighbour advertisement for it gets
+    /// out afterwards.
+    #[track_caller]
+    fn assert_lapses(&self, gate: &Gate, vip: &str) {
+        gate.open(addr(vip), Duration::from_millis(300)).unwrap();
+        let shut = time_until(Duration::from_secs(2), || !self.reaches(vip));
+        println!("open(300 ms) without refresh: {vip} stopped answering after {shut:?}");
+        assert!(
+            !self.learned(vip),
+            "a reply for the expired VIP {vip} got out"
+        );
     }
 
     /// The `family name` of every table in the host namespace.
@@ -332,32 +237,22 @@ fn time_until(limit: Duration, mut closed: impl FnMut() -> bool) -> Duration {
 
 #[test]
 fn a_managed_vip_answers_only_while_its_element_is_open() {
-    let lan = Lan::new();
-    let gate = lan.install(TABLE);
+    let (lan, gate) = Lan::gating(VIP4);
     let vip = addr(VIP4);
-    gate.manage(vip).unwrap();
-    gate.manage(vip).unwrap();
+    gate.manage(vip).unwrap(); // managing twice is managing once
 
     // Managed and never opened: no ARP reply reaches the client, so no connection; the
     // operator's address on the same bridge answers as ever.
     assert!(!lan.reaches(VIP4));
     assert!(!lan.learned(VIP4), "an ARP reply for the gated VIP got out");
-    assert!(lan.reaches(OPERATOR4));
-    assert!(lan.learned(OPERATOR4));
+    lan.assert_answers(OPERATOR4);
 
     gate.open(vip, Duration::from_secs(5)).unwrap();
-    assert!(lan.reaches(VIP4));
-    assert!(lan.learned(VIP4));
+    lan.assert_answers(VIP4);
 
     // Opened for 300 ms (replacing the 5 s) and not refreshed, as by a frozen agent: the
     // kernel ends it by itself.
-    gate.open(vip, Duration::from_millis(300)).unwrap();
-    let shut = time_until(Duration::from_secs(2), || !lan.reaches(VIP4));
-    println!("open(300 ms) without refresh: the VIP stopped answering after {shut:?}");
-    assert!(
-        !lan.learned(VIP4),
-        "an ARP reply for the expired VIP got out"
-    );
+    lan.assert_lapses(&gate, VIP4);
 
     // Opened again after it ran out (a lease acquired anew), and refreshed every ~100 ms with
     // 400 ms: open across four timeouts.
@@ -396,22 +291,18 @@ fn a_managed_vip_answers_only_while_its_element_is_open() {
 
 #[test]
 fn traffic_to_and_from_a_gated_vip_is_dropped_even_when_its_mac_is_known() {
-    let lan = Lan::new();
-    let gate = lan.install(TABLE);
+    let (lan, gate) = Lan::gating(VIP4);
     let vip = addr(VIP4);
-    gate.manage(vip).unwrap();
     // The client knows the host's MAC for the VIP without asking (ARP is out of the picture):
     // what stops it now is the input rule.
-    ip(&[
-        "-n",
-        &lan.client,
+    lan.client.ip(&[
         "neigh",
         "replace",
         VIP4,
         "lladdr",
         HOST_MAC,
         "dev",
-        "veth-c",
+        CLIENT_IF,
         "nud",
         "permanent",
     ]);
@@ -433,10 +324,8 @@ fn traffic_to_and_from_a_gated_vip_is_dropped_even_when_its_mac_is_known() {
 
 #[test]
 fn neighbour_advertisements_for_a_gated_ipv6_vip_are_dropped() {
-    let lan = Lan::new();
-    let gate = lan.install(TABLE);
+    let (lan, gate) = Lan::gating(VIP6);
     let vip = addr(VIP6);
-    gate.manage(vip).unwrap();
 
     let before = lan.na_drops(TABLE);
     assert!(!lan.reaches(VIP6));
@@ -447,17 +336,12 @@ fn neighbour_advertisements_for_a_gated_ipv6_vip_are_dropped() {
     let dropped = lan.na_drops(TABLE) - before;
     println!("the NA rule (@th,64,128) dropped {dropped} advertisement(s)");
     assert!(dropped > 0, "the NA target rule matched nothing");
-    assert!(lan.reaches(OPERATOR6));
-    assert!(lan.learned(OPERATOR6));
+    lan.assert_answers(OPERATOR6);
 
     gate.open(vip, Duration::from_secs(5)).unwrap();
-    assert!(lan.reaches(VIP6));
-    assert!(lan.learned(VIP6));
+    lan.assert_answers(VIP6);
 
-    gate.open(vip, Duration::from_millis(300)).unwrap();
-    let shut = time_until(Duration::from_secs(2), || !lan.reaches(VIP6));
-    println!("IPv6 open(300 ms) without refresh: stopped answering after {shut:?}");
-    assert!(!lan.learned(VIP6));
+    lan.assert_lapses(&gate, VIP6);
 
     gate.unmanage(vip).unwrap();
     assert!(lan.reaches(VIP6));
@@ -525,10 +409,8 @@ fn installing_again_keeps_the_elements_and_only_the_gates_tables_are_touched() {
 
 #[test]
 fn a_refresh_is_one_netlink_batch() {
-    let lan = Lan::new();
-    let gate = lan.install(TABLE);
+    let (lan, gate) = Lan::gating(VIP4);
     let (v4, v6) = (addr(VIP4), addr(VIP6));
-    gate.manage(v4).unwrap();
     gate.manage(v6).unwrap();
 
     // The cost of one refresh, one address (printed, not asserted: it depends on the machine).
@@ -553,22 +435,10 @@ fn a_refresh_is_one_netlink_batch() {
          delete element inet {TABLE} held4 {{ {VIP4} }}\n\
          add element inet {TABLE} held4 {{ {VIP4} timeout 400ms }}\n"
     );
-    let took = in_ns(&lan.host, || {
+    let took = lan.host.enter(|| {
         let start = Instant::now();
         for _ in 0..M {
-            use std::io::Write as _;
-            let mut child = Command::new("nft")
-                .args(["-f", "-"])
-                .stdin(Stdio::piped())
-                .spawn()
-                .unwrap();
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(script.as_bytes())
-                .unwrap();
-            assert!(child.wait().unwrap().success());
+            assert!(nft_file(&script).success());
         }
         start.elapsed() / M
     });

@@ -20,8 +20,12 @@ use crate::rpc::Rpc;
 pub struct VipClaim {
     /// The VIP's name.
     pub name: String,
-    /// The ownership epoch the caller was granted it under.
+    /// The ownership epoch the caller was granted it under (its standby: the next one).
     pub epoch: u64,
+    /// Claimed as the standby: the owner's epoch + 1, vouched for only once the owner's
+    /// promise lapsed. Not an owner's claim: members do not count it as one (a previous
+    /// owner lets go only once the new owner itself asks).
+    pub standby: bool,
 }
 
 /// Whether this host can hold one VIP it is a candidate for, as its agent sees it.
@@ -64,6 +68,9 @@ pub struct VipCandidacy {
     pub owner: Option<crate::NodeId>,
     /// The ownership epoch.
     pub epoch: u64,
+    /// The standby: it claims the VIP at `epoch + 1`, and members vouch for it once the
+    /// owner's promise lapsed (a dead owner is replaced even while no leader can commit).
+    pub standby: Option<crate::NodeId>,
     /// Whether the owner claimed it at this epoch within the last lease, as this member
     /// heard: a previous holder lets go once the new owner is asking, so the hand-over waits
     /// for nobody.

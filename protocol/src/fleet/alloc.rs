@@ -79,4 +79,7 @@ pub struct Vip {
     pub owner: Option<NodeId>,
     /// +1 at every change of owner, so a stale grant can be told from the current one.
     pub epoch: u64,
+    /// The host that takes the VIP over (as epoch + 1) if the owner's lease lapses while no
+    /// leader can commit a new owner (v2; docs/design/vips.md, "Standby").
+    pub standby: Option<NodeId>,
 }

@@ -80,13 +80,18 @@ impl From<VipV1> for Vip {
             generation: v1.generation,
             owner: v1.owner,
             epoch: v1.epoch,
+            standby: None,
         }
     }
 }
 
 impl VipV1 {
-    /// `vip` in the v1 layout if v1 carries its definition ([`VipSpecV1::exact`]).
+    /// `vip` in the v1 layout if v1 carries its definition ([`VipSpecV1::exact`]) and it has
+    /// no standby.
     pub fn exact(vip: &Vip) -> Option<VipV1> {
+        if vip.standby.is_some() {
+            return None;
+        }
         Some(VipV1 {
             spec: VipSpecV1::exact(&vip.spec)?,
             generation: vip.generation,
@@ -171,6 +176,7 @@ mod tests {
                 generation: 1,
                 owner: Some(3),
                 epoch: 2,
+                standby: Some(4),
             }],
         };
         let shown = VipList::encode_response_at(&list, Version(1)).unwrap();

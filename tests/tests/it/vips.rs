@@ -49,3 +49,58 @@ fn a_vip_has_one_holder_through_every_fault_on_its_owner() {
         table(&reports)
     );
 }
+
+/// The hardest case of owner host death: the dead host also ran the Raft leader, so no new
+/// owner can be committed until an election. The standby the leader recorded takes the VIP
+/// over on the members' promises alone (docs/design/vips.md, "Standby"), and the next leader
+/// records it. Checked by behaviour (the event's reason, one holder throughout), not timing.
+#[test]
+fn a_dead_owner_that_ran_the_leader_is_replaced_by_its_standby() {
+    let mut bed = VipBed::start(BedOptions {
+        subnet: 62,
+        ..BedOptions::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let vip = bed.options().vip.clone();
+    // Put the VIP on the leader's host, with a standby recorded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the VIP never settled on the leader's host"
+        );
+        let leader = bed.leader().unwrap_or_else(|e| panic!("{e}"));
+        let status = bed.vip_status().unwrap_or_else(|e| panic!("{e}"));
+        let on_leader = status.owner_name.as_deref() == Some(bed.name(leader));
+        if on_leader && status.held && status.vip.standby.is_some() {
+            break;
+        }
+        if !on_leader {
+            let host = bed.name(leader).to_string();
+            let _ = bed.cli(&["vip", "move", &vip, &host]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let report = bed.exercise(Fault::HostDeath);
+    println!("{}", table(std::slice::from_ref(&report)));
+    println!("  {}", report.changes.join("\n  "));
+    assert!(report.passed(), "{}", table(std::slice::from_ref(&report)));
+    let events = bed.cli(&["events"]).unwrap_or_else(|e| panic!("{e}"));
+    let took_over = events["events"].as_array().is_some_and(|all| {
+        all.iter().any(|e| {
+            e["subject"] == vip.as_str()
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("its standby took over"))
+        })
+    });
+    assert!(took_over, "no standby take-over among the events: {events}");
+    let whole = bed
+        .record
+        .stats(std::time::Duration::ZERO, bed.record.now());
+    assert!(
+        whole.max_answerers <= 1 && whole.max_holders <= 1,
+        "two hosts answered for the VIP or held it: {:?}",
+        whole.first_violation
+    );
+}

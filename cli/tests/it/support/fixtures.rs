@@ -280,6 +280,7 @@ pub(crate) fn vips() -> Vec<Vip> {
             generation: 1,
             owner: Some(3),
             epoch: 4,
+            standby: None,
         },
         Vip {
             spec: VipSpec::from(VipSpecV1 {
@@ -291,6 +292,7 @@ pub(crate) fn vips() -> Vec<Vip> {
             generation: 2,
             owner: None,
             epoch: 0,
+            standby: None,
         },
     ]
 }
