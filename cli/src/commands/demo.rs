@@ -5,7 +5,7 @@
 //!                 ├─ token create + join, run         (members 2..N)
 //!                 ├─ token create + pvefleet-agent join, run  (pve-a, pve-b, ... [pve] backend = "sim")
 //!                 ├─ apply the fleet (pools, ranges, VIPs, VMs), wait: N/M ready
-//!                 ├─ print `vm ls`, `host ls`, how to point the CLI at it
+//!                 ├─ print `vm ls`, `host ls`, `vip ls`, how to point the CLI at it
 //!                 └─ Ctrl-C / SIGTERM (or --exit-when-ready): stop agents, then members; remove DIR
 //! ```
 //!
@@ -23,7 +23,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::Parser;
-use protocol::admin::{ReadMode, VmList};
+use protocol::admin::{ReadMode, VipStatus, VmList};
 use protocol::spec::FleetSpecFile;
 
 use super::Session;
@@ -215,7 +215,7 @@ async fn wait_converged(
             }
             shown = line;
         }
-        if last.done() {
+        if last.done() && vips_held(client, fleet).await {
             if tty {
                 eprintln!();
             }
@@ -239,6 +239,23 @@ async fn wait_converged(
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Whether every VIP of the fleet file has an owner that holds it (the demo's agents simulate
+/// holding).
+async fn vips_held(client: &AdminClient, fleet: &FleetSpecFile) -> bool {
+    if fleet.vip.is_empty() {
+        return true;
+    }
+    let Ok(reply) = client.call(&VipStatus { name: None }).await else {
+        return false;
+    };
+    fleet.vip.iter().all(|spec| {
+        reply
+            .vips
+            .iter()
+            .any(|e| e.vip.spec.name == spec.name && e.vip.owner.is_some() && e.held)
+    })
 }
 
 /// Prints `vm ls`, `host ls` and how to use the fleet from another shell; with `--output
@@ -272,6 +289,7 @@ async fn show(
             })
             .collect(),
         vms: fleet.vm.iter().map(|v| v.name.clone()).collect(),
+        vips: fleet.vip.iter().map(|v| v.name.clone()).collect(),
     };
     if session.cli.output == OutputFormat::Json {
         let text = json(&ready).map_err(|e| CliError::Output(e.to_string()))?;
@@ -282,6 +300,10 @@ async fn show(
     listing(session, &config, &["vm", "ls"]).await?;
     write_out(session, "\n$ pvefleet host ls\n")?;
     listing(session, &config, &["host", "ls"]).await?;
+    if !fleet.vip.is_empty() {
+        write_out(session, "\n$ pvefleet vip ls\n")?;
+        listing(session, &config, &["vip", "ls"]).await?;
+    }
     write_out(session, &format!("\n{}", ready.instructions(keeps_running)))
 }
 
@@ -296,8 +318,9 @@ async fn listing(session: &mut Session<'_>, config: &Path, words: &[&str]) -> Re
     let result = match &cli.command {
         Command::Vm(c) => super::vm::run(&mut sub, c).await,
         Command::Host(c) => super::host::run(&mut sub, c).await,
+        Command::Vip(c) => super::vip::run(&mut sub, c).await,
         _ => Err(CliError::Usage(format!(
-            "the demo lists VMs and hosts only, not {words:?}"
+            "the demo lists VMs, hosts and VIPs only, not {words:?}"
         ))),
     };
     sub.finish().await;

@@ -392,6 +392,9 @@ fn the_demo_brings_the_example_fleet_up_and_stops_every_process() {
         "pve-a",
         "pve-e",
         "export PVEFLEET_CONFIG=",
+        // The example's VIP, held (simulated) by one of the hosts.
+        "(simulated)",
+        "pvefleet vip move web",
     ] {
         assert!(
             stdout.contains(expected),

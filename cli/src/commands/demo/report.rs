@@ -23,6 +23,8 @@ pub(crate) struct DemoReady {
     pub(crate) hosts: Vec<HostInfo>,
     /// The VMs applied.
     pub(crate) vms: Vec<String>,
+    /// The VIPs applied.
+    pub(crate) vips: Vec<String>,
 }
 
 /// One coordinator member.
@@ -69,6 +71,13 @@ impl DemoReady {
                  pvefleet vm start {vm}\n"
             ));
         }
+        if let Some(vip) = self.vips.first() {
+            let to = self.hosts.last().map_or("pve-b", |h| h.name.as_str());
+            text.push_str(&format!(
+                "  pvefleet vip show {vip}         # its holder (simulated) and who could take it\n  \
+                 pvefleet vip move {vip} {to}      # hand it over\n"
+            ));
+        }
         text.push_str(&format!(
             "  pvefleet events --follow\n\nLogs: {}\n",
             self.logs.display()
@@ -96,6 +105,7 @@ mod tests {
                 node_id: 2,
             }],
             vms: vms.iter().map(|v| v.to_string()).collect(),
+            vips: vec!["web".into()],
         }
     }
 
