@@ -206,7 +206,8 @@ impl<H: Holder> Keeper<H> {
                 break;
             }
         }
-        member_stop.cancel();
+        // Let go first, while the member links (and their connections) still run: the
+        // release must reach the members.
         let all: Vec<VipCandidacy> = state
             .grants
             .values()
@@ -214,6 +215,7 @@ impl<H: Holder> Keeper<H> {
             .map(|g| g.vip.clone())
             .collect();
         self.let_go(all, &connections).await;
+        member_stop.cancel();
         links.shutdown().await;
     }
 

@@ -12,7 +12,7 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{RaftNetwork, RaftNetworkFactory};
-use transport::{Endpoint, Rpc};
+use transport::{Endpoint, Rpc, TransportError};
 
 use crate::network::failure::{call_failed, connection_is_suspect, dial_failed};
 use crate::network::messages::{AppendEntriesRpc, InstallSnapshotRpc, VoteRpc};
@@ -74,7 +74,15 @@ impl PeerClient {
             .get(self.target, &self.node.addr)
             .await
             .map_err(|e| dial_failed(&e))?;
-        match dialed.conn.call_with_timeout(&request, deadline).await {
+        let outcome = dialed.conn.call_with_timeout(&request, deadline).await;
+        match &outcome {
+            Err(TransportError::Timeout { .. }) => {
+                self.peers.timed_out(self.target, dialed.generation);
+            }
+            Err(_) => {}
+            Ok(_) => self.peers.answered(self.target, dialed.generation),
+        }
+        match outcome {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(raft_error)) => Err(RPCError::RemoteError(RemoteError::new_with_node(
                 self.target,

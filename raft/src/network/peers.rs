@@ -18,7 +18,16 @@ struct Slot {
     addr: String,
     generation: u64,
     state: watch::Receiver<DialResult>,
+    /// Calls in a row on this connection that got no reply in time.
+    timeouts: u32,
 }
+
+/// Calls in a row without a reply after which a connection is dropped and redialed. A peer
+/// that was killed and came back at the same address never closed the old connection, which
+/// would otherwise only end at its idle timeout (30 s): every call on it times out meanwhile
+/// and the leader loses its quorum. Three heartbeats (600 ms) tell that apart from one slow
+/// reply.
+pub(crate) const SUSPECT_AFTER_TIMEOUTS: u32 = 3;
 
 /// A connection handed out by [`Peers::get`], with what is needed to drop it from the cache.
 pub(crate) struct Dialed {
@@ -40,6 +49,17 @@ struct Cache {
 }
 
 impl Slot {
+    /// One more call without a reply in time; whether the connection is now suspect.
+    fn timed_out(&mut self) -> bool {
+        self.timeouts += 1;
+        self.timeouts >= SUSPECT_AFTER_TIMEOUTS
+    }
+
+    /// A reply came: the connection is alive.
+    fn answered(&mut self) {
+        self.timeouts = 0;
+    }
+
     /// Whether this slot can serve `addr`: same address, and not a connection that is known to
     /// be closed (the peer restarted or went away) or a failed dial.
     fn serves(&self, addr: &str) -> bool {
@@ -102,6 +122,31 @@ impl Peers {
         }
     }
 
+    /// A call on connection `generation` of `target` got no reply in time: after
+    /// [`SUSPECT_AFTER_TIMEOUTS`] in a row the connection is dropped (the next call redials).
+    pub(crate) fn timed_out(&self, target: NodeId, generation: u64) {
+        let suspect = self.cache.lock().is_ok_and(|mut cache| {
+            cache
+                .slots
+                .get_mut(&target)
+                .filter(|s| s.generation == generation)
+                .is_some_and(Slot::timed_out)
+        });
+        if suspect {
+            self.forget(target, generation);
+        }
+    }
+
+    /// A call on connection `generation` of `target` got its reply: it is alive.
+    pub(crate) fn answered(&self, target: NodeId, generation: u64) {
+        if let Ok(mut cache) = self.cache.lock()
+            && let Some(slot) = cache.slots.get_mut(&target)
+            && slot.generation == generation
+        {
+            slot.answered();
+        }
+    }
+
     /// Drops the cached connection `generation` of `target` (it failed); a newer one is kept.
     pub(crate) fn forget(&self, target: NodeId, generation: u64) {
         if let Ok(mut cache) = self.cache.lock()
@@ -141,6 +186,7 @@ impl Peers {
                 addr: addr.to_owned(),
                 generation,
                 state: rx.clone(),
+                timeouts: 0,
             },
         );
         Ok((rx, generation))
@@ -178,4 +224,26 @@ async fn resolve(addr: &str) -> Result<std::net::SocketAddr, DialError> {
         .map_err(|e| resolve_error(e.to_string()))?
         .next()
         .ok_or_else(|| resolve_error("no address found".to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_is_suspect_after_three_timeouts_in_a_row_and_a_reply_clears_them() {
+        let (_tx, state) = watch::channel(None);
+        let mut slot = Slot {
+            addr: "10.0.0.1:7400".into(),
+            generation: 1,
+            state,
+            timeouts: 0,
+        };
+        assert!(!slot.timed_out());
+        assert!(!slot.timed_out());
+        slot.answered();
+        assert!(!slot.timed_out());
+        assert!(!slot.timed_out());
+        assert!(slot.timed_out(), "three in a row: redial");
+    }
 }
