@@ -85,8 +85,9 @@ demo:
 	$(CARGO) build --release --bins
 	target/release/pvefleet demo
 
-# Figures, not pass/fail. The coordinator, fleet_scale, agent_idle and join_surface benches run
-# the release binaries as processes.
+# Figures, not pass/fail. The coordinator, fleet_scale, agent_idle, join_surface and vip_failover
+# benches run the release binaries as processes; vip_failover needs root and keepalived (Debian's
+# package, installed here when missing) and takes about half an hour.
 bench:
 	$(CARGO) build --release --locked --bins
 	$(CARGO) bench --locked -p pvefleet-tests --bench client_roundtrips
@@ -95,6 +96,8 @@ bench:
 	$(CARGO) bench --locked -p pvefleet-tests --bench fleet_scale
 	$(CARGO) bench --locked -p pvefleet-tests --bench agent_idle
 	$(CARGO) bench --locked -p pvefleet-tests --bench join_surface
+	command -v keepalived >/dev/null || apt-get install -y keepalived
+	$(CARGO) bench --locked -p pvefleet-tests --bench vip_failover
 
 clean-pyenv:
 	rm -rf $(PYENV)

@@ -19,6 +19,7 @@
 //! their own, by a benchmark binary as well as by the tests.
 
 pub mod arp_probe;
+pub mod bench;
 pub mod error;
 pub mod faults;
 pub mod netns;
