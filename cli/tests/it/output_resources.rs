@@ -187,7 +187,7 @@ dns    10.0.0.6/24   vmbr0       pve1,pve2   -       0
             "spec": {"name": "dns", "address": "10.0.0.6/24", "interface": "vmbr0",
                      "hosts": ["pve1", "pve2"], "labels": {}, "preempt": false,
                      "preempt_delay_secs": 30, "check": []},
-            "generation": 2, "owner": null, "epoch": 0
+            "generation": 2, "owner": null, "epoch": 0, "standby": null
         })
     );
 }
