@@ -98,16 +98,7 @@ impl FleetState {
         reason: Option<&str>,
         now: UnixMillis,
     ) -> Result<CommandReply, StateError> {
-        let vip = self
-            .vips
-            .get(name)
-            .ok_or_else(|| not_found(EventKind::Vip, name))?;
-        if vip.epoch != expected_epoch {
-            return Err(StateError::Conflict(format!(
-                "VIP {name} is at epoch {}, not {expected_epoch} as the proposer saw",
-                vip.epoch
-            )));
-        }
+        let vip = self.vip_at(name, expected_epoch)?;
         if vip.owner == owner {
             return Ok(CommandReply::VipOwner {
                 owner,
@@ -135,6 +126,22 @@ impl FleetState {
             },
         );
         Ok(CommandReply::VipOwner { owner, epoch })
+    }
+
+    /// VIP `name`, if it is still at `expected_epoch`: a change of holder or standby is a
+    /// compare-and-set on the epoch the proposer saw.
+    fn vip_at(&self, name: &str, expected_epoch: u64) -> Result<&Vip, StateError> {
+        let vip = self
+            .vips
+            .get(name)
+            .ok_or_else(|| not_found(EventKind::Vip, name))?;
+        if vip.epoch != expected_epoch {
+            return Err(StateError::Conflict(format!(
+                "VIP {name} is at epoch {}, not {expected_epoch} as the proposer saw",
+                vip.epoch
+            )));
+        }
+        Ok(vip)
     }
 
     /// The name of host `id` if it may hold `vip`: online, and admitted by the spec's host
@@ -174,16 +181,7 @@ impl FleetState {
         standby: Option<NodeId>,
         expected_epoch: u64,
     ) -> Result<CommandReply, StateError> {
-        let vip = self
-            .vips
-            .get(name)
-            .ok_or_else(|| not_found(EventKind::Vip, name))?;
-        if vip.epoch != expected_epoch {
-            return Err(StateError::Conflict(format!(
-                "VIP {name} is at epoch {}, not {expected_epoch} as the proposer saw",
-                vip.epoch
-            )));
-        }
+        let vip = self.vip_at(name, expected_epoch)?;
         if let Some(id) = standby {
             if vip.owner.is_none() || vip.owner == Some(id) {
                 return Err(StateError::Conflict(format!(
