@@ -23,6 +23,7 @@ use crate::control::session::{
     capacity_of, facts_changed, facts_of, needs_online, needs_registration,
 };
 use fleet::state::Command;
+use fleet::vip::manage::ManageConfig;
 use protocol::time::Now;
 
 /// Registers `Heartbeat` (the leader answers) and the VIP lease's `VipRenew` and `VipRelease`
@@ -49,7 +50,16 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
                     });
                 }
                 VipRenewReply {
-                    vouches: ctx.vip_promises.renew(s, host, &req.claims),
+                    vouches: ctx
+                        .vip_promises
+                        .renew(s, host, &req.claims, &|vip, owner, epoch| {
+                            ctx.vip_sightings.quiet(
+                                vip,
+                                owner,
+                                epoch,
+                                ManageConfig::DEFAULT.lost_after_ms,
+                            )
+                        }),
                     candidacies,
                     members: s
                         .members()

@@ -46,12 +46,14 @@ impl VipPromises {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// The answers to `host`'s renewal.
+    /// The answers to `host`'s renewal; `quiet` says whether this member has heard no claim
+    /// from an owner (VIP, owner, epoch) for a while (see [`vouch_all`]).
     pub(crate) fn renew(
         &self,
         state: &FleetState,
         host: NodeId,
         claims: &[VipClaim],
+        quiet: &dyn Fn(&str, NodeId, u64) -> bool,
     ) -> Vec<VipVouch> {
         let now = self.now_ms();
         // A poisoned lock only means a panic elsewhere while holding it; the book is plain data.
@@ -59,7 +61,7 @@ impl VipPromises {
             .book
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        vouch_all(state, host, claims, &mut book, now, &self.cfg)
+        vouch_all(state, host, claims, &mut book, now, &self.cfg, quiet)
     }
 
     /// Whom this member vouches for now, per VIP.
@@ -115,6 +117,7 @@ pub(crate) fn vouch_all(
     book: &mut PromiseBook,
     now_ms: u64,
     cfg: &LeaseConfig,
+    quiet: &dyn Fn(&str, NodeId, u64) -> bool,
 ) -> Vec<VipVouch> {
     claims
         .iter()
@@ -132,8 +135,13 @@ pub(crate) fn vouch_all(
                     let kept = book
                         .last(&claim.name)
                         .is_some_and(|p| p.holder == host && p.epoch == claim.epoch);
+                    // Or this member has heard nothing from the owner for a while (a member
+                    // restarted since the owner took the VIP never vouched for it): a healthy
+                    // owner renews with every member, so it is never quiet here, and the book
+                    // still refuses while any promise of this member is live.
                     let lapsed = vip.owner.is_some_and(|owner| {
                         book.lapsed(&claim.name, owner, vip.epoch, now_ms, cfg)
+                            || quiet(&claim.name, owner, vip.epoch)
                     });
                     if kept || lapsed {
                         book.vouch(&claim.name, host, claim.epoch, now_ms, cfg)
@@ -142,7 +150,8 @@ pub(crate) fn vouch_all(
                     } else {
                         Err(format!(
                             "VIP {} is held under epoch {}: its standby takes over only once \
-                             this member's promise to the owner has lapsed",
+                             this member's promise to the owner has lapsed or the owner went \
+                             quiet",
                             claim.name, vip.epoch
                         ))
                     }
@@ -260,7 +269,7 @@ mod tests {
             epoch,
             standby: true,
         }];
-        vouch_all(state, host, &claims, book, now, &CFG)
+        vouch_all(state, host, &claims, book, now, &CFG, &|_, _, _| false)
             .remove(0)
             .outcome
     }
@@ -272,9 +281,11 @@ mod tests {
         book: &mut PromiseBook,
         now: u64,
     ) -> Result<u64, String> {
-        vouch_all(state, host, &claim(epoch), book, now, &CFG)
-            .remove(0)
-            .outcome
+        vouch_all(state, host, &claim(epoch), book, now, &CFG, &|_, _, _| {
+            false
+        })
+        .remove(0)
+        .outcome
     }
 
     /// Past the start-up silence.
@@ -300,6 +311,7 @@ mod tests {
             &mut book,
             T,
             &CFG,
+            &|_, _, _| false,
         );
         assert!(
             unknown[0]
@@ -334,7 +346,7 @@ mod tests {
     fn a_member_that_just_started_vouches_for_nobody() {
         let promises = VipPromises::new(CFG);
         let state = fleet(&[11]);
-        let answers = promises.renew(&state, 11, &claim(1));
+        let answers = promises.renew(&state, 11, &claim(1), &|_, _, _| false);
         assert!(
             answers[0]
                 .outcome
@@ -364,6 +376,22 @@ mod tests {
             unknown.contains("its standby takes over only once"),
             "{unknown}"
         );
+        // ... unless it has heard nothing from the owner for a while (it restarted since the
+        // owner took the VIP, and the owner is gone).
+        let quiet = vouch_all(
+            &state,
+            12,
+            &[VipClaim {
+                name: "api".into(),
+                epoch: 2,
+                standby: true,
+            }],
+            &mut fresh,
+            T,
+            &CFG,
+            &|vip, owner, epoch| (vip, owner, epoch) == ("api", 11, 1),
+        );
+        assert_eq!(quiet[0].outcome, Ok(400));
         // While the owner's promise is live, or within the drift wait after it, no.
         let mut book = PromiseBook::new(0, &CFG);
         answer(&state, 11, 1, &mut book, T).unwrap();

@@ -104,6 +104,13 @@ impl VipSightings {
         }
     }
 
+    /// Whether this member, up for at least `for_ms`, has heard no claim of `vip` at `epoch`
+    /// from `owner` for `for_ms`.
+    pub(crate) fn quiet(&self, vip: &str, owner: NodeId, epoch: u64, for_ms: u64) -> bool {
+        let now = self.now_ms();
+        now >= for_ms && !self.lock().seen.claimed(vip, owner, epoch, now, for_ms)
+    }
+
     /// Whether `owner` claimed `vip` at `epoch` within `within_ms`, as heard here.
     pub(crate) fn claimed(&self, vip: &str, owner: NodeId, epoch: u64, within_ms: u64) -> bool {
         let now = self.now_ms();

@@ -207,25 +207,23 @@ pub fn pvefleet(run: &PvefleetRun) -> String {
     out.push_str(&table(&header, &rows));
     let _ = writeln!(out, "({FIGURES})");
     if let Some((_, s)) = run.series.iter().find(|(f, _)| *f == Fault::HostDeath) {
-        let with: Vec<_> = s
-            .measured()
-            .filter(|r| r.leader_on_owner == Some(true))
-            .collect();
-        let others = Series {
+        let part = |leader: bool| Series {
             fault: s.fault.clone(),
             rounds: s
                 .measured()
-                .filter(|r| r.leader_on_owner == Some(false))
+                .filter(|r| r.leader_on_owner == Some(leader))
                 .cloned()
                 .collect(),
         };
+        let (with, others) = (part(true), part(false));
         let _ = writeln!(
             out,
             "host death: the dead host also ran the Raft leader in {} of {} rounds (known gap: \
-             the outage then includes a Raft election, 1-2 s timeouts); the {} other rounds: \
-             TCP {}, ARP {} (min / median / max)",
-            with.len(),
+             the outage then includes a Raft election, 1-2 s timeouts): TCP {}; the {} other \
+             rounds: TCP {}, ARP {} (min / median / max)",
+            with.rounds.len(),
             s.measured().count(),
+            spread(with.tcp()),
             others.rounds.len(),
             spread(others.tcp()),
             spread(others.arp()),
