@@ -2,7 +2,7 @@
 //! pvefleet testbed and keepalived on the same kind of namespace network, one after the other
 //! on the same machine, each put through its faults round after round, VRRP dropped between
 //! the hosts, and (pvefleet) a long run without fault under a CPU hog. The figures are
-//! printed by [`bench_tables`](super::tables); nothing here is a verdict.
+//! printed by [`tables`](super::tables); nothing here is a verdict.
 //!
 //! Its settings come from the environment, so `make bench` runs the full benchmark and a
 //! developer can shorten it: `PVEFLEET_BENCH_ROUNDS` (rounds per fault, 10),
