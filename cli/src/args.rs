@@ -371,9 +371,16 @@ pub enum SnapshotCommand {
 /// `pvefleet host ...`
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum HostCommand {
-    /// List hosts: state, capacity, VMs and what they commit, load, last heartbeat.
+    /// List hosts: state and for how long, capacity, VMs and what they commit, load, last
+    /// heartbeat.
     #[command(visible_alias = "list")]
     Ls,
+    /// One host: its state with the reason and since when (online, unreachable, fenced...),
+    /// capacity, what its VMs commit, load and last heartbeat.
+    Show {
+        /// The host's PVE node name.
+        name: String,
+    },
 }
 
 /// `pvefleet pool ...`

@@ -146,6 +146,18 @@ impl Default for ControlConfig {
 }
 
 impl ControlConfig {
+    /// The timing of the liveness decisions: this lease, unreachable after 3/10 of it (three
+    /// missed beats at the agents' default of one a second with the default 10 s lease), and
+    /// the default drift and margin (docs/design/fencing.md).
+    pub fn liveness(&self) -> fleet::liveness::LivenessConfig {
+        let lease_ms = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
+        fleet::liveness::LivenessConfig {
+            lease_ms,
+            unreachable_after_ms: (lease_ms.saturating_mul(3) / 10).max(1),
+            ..fleet::liveness::LivenessConfig::DEFAULT
+        }
+    }
+
     /// Checks the knobs against each other: a lease of at least a second, a resync at least as
     /// long as the lease (resyncing faster than hosts report is pointless load), a tick of
     /// 10 ms to 10 s.

@@ -14,6 +14,7 @@ mod control;
 pub mod error;
 mod forward;
 mod gate;
+mod host_watch;
 mod http;
 mod machine;
 pub mod node;

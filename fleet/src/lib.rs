@@ -21,8 +21,11 @@
 //! - [`scheduler`]: where a VM may run and where it should (PVE's static-scheduler criteria).
 //! - [`reconcile`]: what to do next for every VM, and what an agent's result means.
 //! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
+//! - [`liveness`]: which silent hosts are unreachable, which are proven fenced (the lease
+//!   arithmetic of safety rules 2 and 3), and what a host that beats again becomes.
 //! - [`vip`]: VIP decisions: who should own one, the majority-granted lease, health rise/fall.
 
+pub mod liveness;
 pub mod reconcile;
 pub mod scheduler;
 pub mod state;

@@ -226,6 +226,12 @@ pub fn write_agent_config(
         }
     }
     table.insert("pve".into(), backend.into());
+    // The lab never resets a real host: its guard (the agent's child) kills the agent and
+    // resets the simulated node instead, whatever the backend.
+    let mut fence = toml::Table::new();
+    fence.insert("reset".into(), "simulated".into());
+    fence.insert("guard".into(), "child".into());
+    table.insert("fence".into(), fence.into());
     let write = |source| LabError::Write {
         path: path.to_path_buf(),
         source,
@@ -262,6 +268,12 @@ mod tests {
             "outside a namespace of its own an agent never touches the machine's network"
         );
         assert_eq!(back["data_dir"].as_str(), Some(data_dir.to_str().unwrap()));
+        assert_eq!(
+            back["fence"]["reset"].as_str(),
+            Some("simulated"),
+            "never a real reset"
+        );
+        assert_eq!(back["fence"]["guard"].as_str(), Some("child"));
     }
 
     #[test]

@@ -741,6 +741,8 @@ impl Lab {
             .filter_map(|a| a.process.take())
             .collect();
         stop_all(agents, &mut teardown).await;
+        // Before their PVE hosts stop: a guard whose agent left it armed would reset them.
+        crate::guards::end_guards(&self.agent_dirs());
         let hosts = self
             .agents
             .iter_mut()
@@ -764,6 +766,18 @@ impl Lab {
     /// The lab's directory, when it is to be kept or shown.
     pub fn root(&self) -> &Path {
         &self.layout.root
+    }
+
+    fn agent_dirs(&self) -> Vec<PathBuf> {
+        self.agents.iter().map(|a| a.data_dir.clone()).collect()
+    }
+}
+
+impl Drop for Lab {
+    /// A lab dropped without [`Lab::stop`] (a failing test) kills its children as they drop;
+    /// the agents' fence guards are not its children, so they are ended here.
+    fn drop(&mut self) {
+        crate::guards::end_guards(&self.agent_dirs());
     }
 }
 

@@ -21,6 +21,7 @@ pub mod binaries;
 pub mod crash_child;
 pub mod error;
 pub mod fake_systemd;
+mod guards;
 pub mod host;
 pub mod join_step;
 pub mod lab;

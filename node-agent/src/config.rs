@@ -10,6 +10,10 @@
 //! inventory_ms = 5000
 //! log = "info"                           # RUST_LOG wins
 //! vip_holding = "auto"                   # or "host" or "simulated" (auto: simulated with sim)
+//! [fence]                                # docs/design/fencing-agent.md
+//! lead_ms = 2000                         # fence this long before the lease ends
+//! reset = "auto"                         # or "host" or "simulated" (auto: simulated with sim)
+//! guard = "auto"                         # or "unit" or "child" (auto: child when simulated)
 //! [labels]
 //! zone = "a"
 //! [pve]
@@ -26,6 +30,8 @@ use std::path::{Path, PathBuf};
 
 use protocol::spec::Labels;
 use serde::{Deserialize, Serialize};
+
+pub use crate::fence::settings::{FenceConfig, GuardMode, ResetMode};
 
 /// Where `pvefleet-agent` looks for its configuration unless told otherwise.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/pvefleet/agent.toml";
@@ -76,6 +82,9 @@ pub struct AgentConfig {
     /// touches an interface.
     #[serde(default)]
     pub vip_holding: VipHolding,
+    /// What the agent does when its lease runs out, and the guard that backs it up.
+    #[serde(default)]
+    pub fence: FenceConfig,
     /// The PVE backend.
     pub pve: PveConfig,
 }
@@ -186,6 +195,11 @@ impl Default for SimSettings {
 }
 
 impl PveConfig {
+    /// Whether it is the in-process simulated node (whose guests die with the agent).
+    pub fn is_sim(&self) -> bool {
+        matches!(self, PveConfig::Sim(_))
+    }
+
     /// The backend's name as configured (`https`, `pvesh`, `sim`).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -288,6 +302,9 @@ impl AgentConfig {
                 format!("'{}' is not a log filter: {e}", self.log),
             ));
         }
+        self.fence
+            .validate()
+            .map_err(|(field, reason)| invalid(&field, reason))?;
         // The labels are checked with any valid name; the name itself is checked on its own.
         check_host(self.host_name.as_deref().unwrap_or("host"), &self.labels)
             .map_err(|(field, reason)| invalid(&field, reason))?;
@@ -555,6 +572,10 @@ mod tests {
             (format!("{SIM}cpus = 0\n"), "pve.cpus"),
             (format!("{SIM}bridges = []\n"), "pve.bridges"),
             (format!("{SIM}time_scale = -1.0\n"), "pve.time_scale"),
+            (format!("{SIM}[fence]\nlead_ms = 50\n"), "fence.lead_ms"),
+            (format!("{SIM}[fence]\nreset = \"reboot\"\n"), "reset"),
+            (format!("{SIM}[fence]\nguard = \"systemd\"\n"), "guard"),
+            (format!("{SIM}[fence]\nlead = 5\n"), "lead"),
             ("[pve]\nbackend = \"sim\"\n".to_string(), "host_name"),
             (format!("host_name = \"a_b\"\n{SIM}"), "host_name"),
             (format!("[labels]\nZone = \"a\"\n{SIM}"), "labels"),
@@ -582,6 +603,31 @@ mod tests {
             let err = parse(text).unwrap_err();
             assert!(err.contains(field), "{text:?}: {err}");
             assert!(err.contains("agent.toml"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_fence_section_defaults_and_names_its_allowed_values() {
+        assert_eq!(parse(SIM).unwrap().fence, FenceConfig::default());
+        let c = parse(&format!(
+            "{SIM}[fence]\nlead_ms = 1500\nreset = \"simulated\"\nguard = \"child\"\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            c.fence,
+            FenceConfig {
+                lead_ms: 1500,
+                reset: ResetMode::Simulated,
+                guard: GuardMode::Child
+            }
+        );
+        let err = parse(&format!("{SIM}[fence]\nreset = \"reboot\"\n")).unwrap_err();
+        for allowed in ["auto", "host", "simulated"] {
+            assert!(err.contains(allowed), "{err}");
+        }
+        let err = parse(&format!("{SIM}[fence]\nguard = \"systemd\"\n")).unwrap_err();
+        for allowed in ["auto", "unit", "child"] {
+            assert!(err.contains(allowed), "{err}");
         }
     }
 

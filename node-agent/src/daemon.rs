@@ -5,6 +5,7 @@
 //!  start: config ─▶ NodeDir (cluster.toml, node cert, CA) ─▶ journal/ (sled)
 //!         ─▶ PVE backend (https | pvesh | sim) ─▶ Executor(journal, VmOps)
 //!         ─▶ QUIC client endpoint ─▶ Collector, certificate renewal and Session tasks
+//!         ─▶ Fencer (fence.json written before anything runs; start gate, VIP flag)
 //!         ─▶ systemd notifier (readiness after the first ack, status, watchdog)
 //!  run:   wait for shutdown ─▶ stop them (running commands get a grace period)
 //!         ─▶ close the endpoint
@@ -29,6 +30,8 @@ use crate::backend::{self, BackendError};
 use crate::config::{AgentConfig, ConfigError};
 use crate::error::JournalError;
 use crate::executor::Executor;
+use crate::fence::guests::GuestStopper;
+use crate::fence::{FenceError, Fencer, FencerConfig, StartGate};
 use crate::inventory::{self, Collector};
 use crate::journal::Journal;
 use crate::ops::{SimSnippetWriter, VmOps};
@@ -111,6 +114,9 @@ pub enum AgentError {
     /// VIPs cannot be held on this host.
     #[error("cannot hold VIPs on this host: {0}; or set vip_holding = \"simulated\"")]
     Vip(crate::vip::host::HoldError),
+    /// The fencer could not start (its record or the boot id).
+    #[error("cannot start fencing: {0}")]
+    Fence(#[from] FenceError),
 }
 
 /// Starts agents.
@@ -186,7 +192,9 @@ impl Agent {
         let tls = node_dir.load_node_material().map_err(load)?;
         let journal = open_journal(dir.join(JOURNAL_DIR)).await?;
         let pve = backend::connect(&config.pve, &host)?;
-        let mut ops = VmOps::new(pve.client.clone(), host.clone());
+        // Closed by the fencer while the lease runs out: no command starts a guest then.
+        let gate = StartGate::new();
+        let mut ops = VmOps::new(pve.client.clone(), host.clone()).with_start_gate(gate.clone());
         // A simulated node has no storage directories: its snippets live in the simulator.
         if let Some(sim) = &pve.sim {
             ops = ops.with_snippets(Arc::new(SimSnippetWriter::new(sim.clone())));
@@ -218,9 +226,23 @@ impl Agent {
             },
             endpoint.clone(),
             Arc::new(executor),
-            feed,
+            feed.clone(),
         );
         let status = session.status();
+        let lead = config.fence.lead();
+        let fencer = Fencer::prepare(
+            FencerConfig {
+                data_dir: dir.clone(),
+                lead,
+                guests_end_with_agent: config.pve.is_sim(),
+            },
+            // QEMU gets half the lead to quit before PVE kills it.
+            GuestStopper::new(pve.client.clone(), host.clone(), lead / 2),
+            status.clone(),
+            feed,
+            gate,
+        )?;
+        let vip_fence = fencer.vip_fence();
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
         tasks.spawn(collector.run(stop.clone()));
@@ -228,13 +250,16 @@ impl Agent {
         let vips = if config.vip_holding.is_simulated(&config.pve) {
             let holder = SimHolder::new();
             let held = holder.held();
-            tasks.spawn(keeper(cluster.node_id, &endpoint, &members, holder).run(stop.clone()));
+            let keeper = keeper(cluster.node_id, &endpoint, &members, holder);
+            tasks.spawn(keeper.fenced_by(vip_fence).run(stop.clone()));
             Some(held)
         } else {
             let holder = HostHolder::connect().map_err(AgentError::Vip)?;
-            tasks.spawn(keeper(cluster.node_id, &endpoint, &members, holder).run(stop.clone()));
+            let keeper = keeper(cluster.node_id, &endpoint, &members, holder);
+            tasks.spawn(keeper.fenced_by(vip_fence).run(stop.clone()));
             None
         };
+        tasks.spawn(fencer.run(stop.clone()));
         let health = systemd::AgentHealth {
             status: status.clone(),
         };

@@ -14,6 +14,8 @@
 //!        │        ▼
 //!        └── Executor ── Journal (sled: begin, finish; repeated id → stored result)
 //!                   └── ops::VmOps ── pve::Client ──▶ local PVE API
+//!   fence::Fencer ── lease + HA guests ──▶ at lease end − lead: stop HA guests, drop VIPs
+//!        └── fence.json ──▶ fence guard (another process): reset the host at the lease end
 //! ```
 //!
 //! [`join`] admits a host with a join token and writes its directory; [`daemon`] runs it.
@@ -23,6 +25,7 @@ pub mod config;
 pub mod daemon;
 mod error;
 mod executor;
+pub mod fence;
 pub mod inventory;
 pub mod join;
 mod journal;

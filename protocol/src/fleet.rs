@@ -14,6 +14,7 @@ mod admin;
 mod alloc;
 mod cluster;
 mod event;
+mod host_v1;
 mod token;
 mod view;
 mod vm;
@@ -25,6 +26,7 @@ pub use cluster::{
     validate_member_addr, validate_settings,
 };
 pub use event::{Event, EventKind, EventLevel};
+pub use host_v1::HostV1;
 pub use token::{StoredToken, TokenRefusal, TokenView, validate_token_record};
 pub use view::{FleetView, FleetViewV1};
 pub use vm::{Assignment, Condition, ConditionKind, NicAddress, VmPhase, VmRecord, VmStatus};

@@ -30,7 +30,8 @@ pub const OLDEST: Version = Version(1);
 /// - v1: the first versioned release (`tests/upgrade-pin`).
 /// - v2: operator identities (the admin commands and records, `EventKind::Admin`) and VIP
 ///   holding (the lease's `agent.vip_renew`/`agent.vip_release`, `admin.vip_status|move`,
-///   `MoveVip`, `ApplyVip`, the VIP spec's labels, preemption and checks). Not released yet
+///   `MoveVip`, `ApplyVip`, the VIP spec's labels, preemption and checks), and host liveness
+///   (`SetHostLiveness`, a host's `state_reason`). Not released yet
 ///   (the pin is v1): its layouts may change until a release carries it.
 pub const CURRENT: Version = Version(2);
 
@@ -40,6 +41,10 @@ pub const ADMINS: Version = Version(2);
 /// The version that introduced VIP holding (the lease messages, `MoveVip`, `ApplyVip`, the
 /// VIP spec's labels, preemption and checks).
 pub const VIP_HOLDING: Version = Version(2);
+
+/// The version that introduced host liveness: `SetHostLiveness` (a compare-and-set of a
+/// host's state with its reason) and `Host::state_reason`.
+pub const HOST_LIVENESS: Version = Version(2);
 
 impl Version {
     /// Whether this build reads and writes `self`.

@@ -50,6 +50,7 @@ pub struct FaultSettings {
     pub failing_tasks: Vec<TaskFault>,
     /// Nodes that stop answering: their own listener hangs, requests proxied to them end in
     /// `595 No route to host` (after the ARP timeout, 3 s scaled), and their running tasks make no progress.
+    /// [`crate::Sim::power_node`] adds a node powered off here and removes it when it boots.
     pub dead_nodes: BTreeSet<String>,
     /// VMs whose guest agent never answers (`QEMU guest agent is not running`).
     pub dead_agents: BTreeSet<u32>,

@@ -9,12 +9,21 @@
 //!
 //! - [`Sim`] is the entry point: build it from a [`SimConfig`], call it in process, or serve it
 //!   over HTTPS with [`server::Server`].
-//! - Requests are validated against the official schema (`schema/endpoints-9.1.json`) with the
+//! - Requests are validated against the official schema (`schema/endpoints-9.1.json`, the
+//!   fleet's methods, plus `schema/testbed-9.1.json`, PVE's HA resource reads) with the
 //!   exact error texts of PVE's `JSONSchema.pm`; unknown parameters are refused.
 //! - The model keeps each VM's raw config text, its SHA1 `digest`, `lock:` lines, snapshots,
 //!   pending changes and run state, and runs operations as tasks with UPIDs of the owning node.
 //! - [`faults::Faults`] injects latency, 5xx answers, dropped responses, failing tasks, dead
 //!   nodes and mute guest agents.
+//! - Host failures for HA recovery: [`Sim::power_node`] powers a node off, on or through a
+//!   reset ([`node_power`]: its VMs die, it stops answering while off, it boots with a new
+//!   boot time); [`Sim::move_vm_config`] moves a stopped VM's config to another node as
+//!   pve-ha-manager does for a fenced node; [`Sim::set_ha_resources`] puts guests under PVE's
+//!   own HA manager ([`ha`], read back by `GET /cluster/ha/resources`).
+//! - Over HTTPS the same controls live under `/_sim/...` (see the `server` module's control
+//!   endpoints): `faults`, `vm/{vmid}/power`, `nodes/{node}/power`, `pmxcfs/move-config`,
+//!   `ha/resources`, `snippets/...`.
 //!
 //! The simulator builds its JSON on its own, independently of the `pve` client's types, so a
 //! decoding bug in the client fails a test instead of being mirrored.
@@ -25,6 +34,8 @@ mod cluster;
 pub mod config;
 pub mod error;
 pub mod faults;
+pub mod ha;
+pub mod node_power;
 pub mod route;
 pub mod schema;
 pub mod server;

@@ -1,6 +1,9 @@
 //! Every API method the simulator serves, one variant each, with its HTTP method and path
 //! template exactly as the official schema spells them. The edge matches a request to a
-//! `Route`; the model dispatches on it. The conformance test walks [`Route::ALL`].
+//! `Route`; the model dispatches on it. [`Route::ALL`] are the methods the fleet uses (the
+//! conformance tests walk them and the client has a typed call for each);
+//! [`Route::TESTBED`] are served only for testbeds (PVE's HA resources, set through
+//! `/_sim/ha/resources`); [`Route::SERVED`] is both.
 
 /// An HTTP method of the PVE API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,7 +42,10 @@ impl HttpMethod {
 }
 
 macro_rules! routes {
-    ($($variant:ident => $method:ident $path:literal,)*) => {
+    (
+        fleet { $($variant:ident => $method:ident $path:literal,)* }
+        testbed { $($tvariant:ident => $tmethod:ident $tpath:literal,)* }
+    ) => {
         /// One API method served by the simulator.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Route {
@@ -47,69 +53,93 @@ macro_rules! routes {
                 #[doc = concat!(stringify!($method), " `", $path, "`")]
                 $variant,
             )*
+            $(
+                #[doc = concat!(stringify!($tmethod), " `", $tpath, "` (testbeds only)")]
+                $tvariant,
+            )*
         }
 
         impl Route {
-            /// All routes, in schema order.
+            /// The routes the fleet uses, in schema order
+            /// (`schema/endpoints-9.1.json`).
             pub const ALL: &'static [Route] = &[$(Route::$variant,)*];
+
+            /// The routes served only for testbeds (`schema/testbed-9.1.json`).
+            pub const TESTBED: &'static [Route] = &[$(Route::$tvariant,)*];
+
+            /// Every route the simulator serves: [`Route::ALL`] then [`Route::TESTBED`].
+            pub const SERVED: &'static [Route] =
+                &[$(Route::$variant,)* $(Route::$tvariant,)*];
 
             /// The HTTP method.
             pub fn method(self) -> HttpMethod {
-                match self { $(Route::$variant => HttpMethod::$method,)* }
+                match self {
+                    $(Route::$variant => HttpMethod::$method,)*
+                    $(Route::$tvariant => HttpMethod::$tmethod,)*
+                }
             }
 
             /// The path template with `{param}` placeholders, as in the schema.
             pub fn template(self) -> &'static str {
-                match self { $(Route::$variant => $path,)* }
+                match self {
+                    $(Route::$variant => $path,)*
+                    $(Route::$tvariant => $tpath,)*
+                }
             }
         }
     };
 }
 
 routes! {
-    Version => Get "/version",
-    AccessTicket => Post "/access/ticket",
-    ClusterResources => Get "/cluster/resources",
-    ClusterStatus => Get "/cluster/status",
-    ClusterNextid => Get "/cluster/nextid",
-    ClusterTasks => Get "/cluster/tasks",
-    Nodes => Get "/nodes",
-    NodeStatus => Get "/nodes/{node}/status",
-    VmList => Get "/nodes/{node}/qemu",
-    VmCreate => Post "/nodes/{node}/qemu",
-    VmDestroy => Delete "/nodes/{node}/qemu/{vmid}",
-    VmConfigGet => Get "/nodes/{node}/qemu/{vmid}/config",
-    VmConfigPost => Post "/nodes/{node}/qemu/{vmid}/config",
-    VmConfigPut => Put "/nodes/{node}/qemu/{vmid}/config",
-    VmPending => Get "/nodes/{node}/qemu/{vmid}/pending",
-    VmStatusCurrent => Get "/nodes/{node}/qemu/{vmid}/status/current",
-    VmStart => Post "/nodes/{node}/qemu/{vmid}/status/start",
-    VmStop => Post "/nodes/{node}/qemu/{vmid}/status/stop",
-    VmShutdown => Post "/nodes/{node}/qemu/{vmid}/status/shutdown",
-    VmReboot => Post "/nodes/{node}/qemu/{vmid}/status/reboot",
-    VmReset => Post "/nodes/{node}/qemu/{vmid}/status/reset",
-    VmSuspend => Post "/nodes/{node}/qemu/{vmid}/status/suspend",
-    VmResume => Post "/nodes/{node}/qemu/{vmid}/status/resume",
-    VmClone => Post "/nodes/{node}/qemu/{vmid}/clone",
-    VmResize => Put "/nodes/{node}/qemu/{vmid}/resize",
-    VmTemplate => Post "/nodes/{node}/qemu/{vmid}/template",
-    VmMigrateCheck => Get "/nodes/{node}/qemu/{vmid}/migrate",
-    VmMigrate => Post "/nodes/{node}/qemu/{vmid}/migrate",
-    SnapshotList => Get "/nodes/{node}/qemu/{vmid}/snapshot",
-    SnapshotCreate => Post "/nodes/{node}/qemu/{vmid}/snapshot",
-    SnapshotDelete => Delete "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}",
-    SnapshotConfig => Get "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
-    SnapshotRollback => Post "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback",
-    AgentNetwork => Get "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
-    AgentPing => Post "/nodes/{node}/qemu/{vmid}/agent/ping",
-    NodeTasks => Get "/nodes/{node}/tasks",
-    TaskStop => Delete "/nodes/{node}/tasks/{upid}",
-    TaskStatus => Get "/nodes/{node}/tasks/{upid}/status",
-    TaskLog => Get "/nodes/{node}/tasks/{upid}/log",
-    StorageList => Get "/nodes/{node}/storage",
-    StorageStatus => Get "/nodes/{node}/storage/{storage}/status",
-    StorageContent => Get "/nodes/{node}/storage/{storage}/content",
-    NetworkList => Get "/nodes/{node}/network",
+    fleet {
+        Version => Get "/version",
+        AccessTicket => Post "/access/ticket",
+        ClusterResources => Get "/cluster/resources",
+        ClusterStatus => Get "/cluster/status",
+        ClusterNextid => Get "/cluster/nextid",
+        ClusterTasks => Get "/cluster/tasks",
+        Nodes => Get "/nodes",
+        NodeStatus => Get "/nodes/{node}/status",
+        VmList => Get "/nodes/{node}/qemu",
+        VmCreate => Post "/nodes/{node}/qemu",
+        VmDestroy => Delete "/nodes/{node}/qemu/{vmid}",
+        VmConfigGet => Get "/nodes/{node}/qemu/{vmid}/config",
+        VmConfigPost => Post "/nodes/{node}/qemu/{vmid}/config",
+        VmConfigPut => Put "/nodes/{node}/qemu/{vmid}/config",
+        VmPending => Get "/nodes/{node}/qemu/{vmid}/pending",
+        VmStatusCurrent => Get "/nodes/{node}/qemu/{vmid}/status/current",
+        VmStart => Post "/nodes/{node}/qemu/{vmid}/status/start",
+        VmStop => Post "/nodes/{node}/qemu/{vmid}/status/stop",
+        VmShutdown => Post "/nodes/{node}/qemu/{vmid}/status/shutdown",
+        VmReboot => Post "/nodes/{node}/qemu/{vmid}/status/reboot",
+        VmReset => Post "/nodes/{node}/qemu/{vmid}/status/reset",
+        VmSuspend => Post "/nodes/{node}/qemu/{vmid}/status/suspend",
+        VmResume => Post "/nodes/{node}/qemu/{vmid}/status/resume",
+        VmClone => Post "/nodes/{node}/qemu/{vmid}/clone",
+        VmResize => Put "/nodes/{node}/qemu/{vmid}/resize",
+        VmTemplate => Post "/nodes/{node}/qemu/{vmid}/template",
+        VmMigrateCheck => Get "/nodes/{node}/qemu/{vmid}/migrate",
+        VmMigrate => Post "/nodes/{node}/qemu/{vmid}/migrate",
+        SnapshotList => Get "/nodes/{node}/qemu/{vmid}/snapshot",
+        SnapshotCreate => Post "/nodes/{node}/qemu/{vmid}/snapshot",
+        SnapshotDelete => Delete "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}",
+        SnapshotConfig => Get "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
+        SnapshotRollback => Post "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback",
+        AgentNetwork => Get "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
+        AgentPing => Post "/nodes/{node}/qemu/{vmid}/agent/ping",
+        NodeTasks => Get "/nodes/{node}/tasks",
+        TaskStop => Delete "/nodes/{node}/tasks/{upid}",
+        TaskStatus => Get "/nodes/{node}/tasks/{upid}/status",
+        TaskLog => Get "/nodes/{node}/tasks/{upid}/log",
+        StorageList => Get "/nodes/{node}/storage",
+        StorageStatus => Get "/nodes/{node}/storage/{storage}/status",
+        StorageContent => Get "/nodes/{node}/storage/{storage}/content",
+        NetworkList => Get "/nodes/{node}/network",
+    }
+    testbed {
+        HaResourceList => Get "/cluster/ha/resources",
+        HaResourceRead => Get "/cluster/ha/resources/{sid}",
+    }
 }
 
 impl Route {
@@ -118,7 +148,11 @@ impl Route {
     /// percent-decoding, which the caller has done.
     pub fn match_path(method: HttpMethod, path: &str) -> Option<(Route, Vec<(String, String)>)> {
         let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-        'routes: for route in Route::ALL.iter().copied().filter(|r| r.method() == method) {
+        'routes: for route in Route::SERVED
+            .iter()
+            .copied()
+            .filter(|r| r.method() == method)
+        {
             let tsegs: Vec<&str> = route.template().split('/').skip(1).collect();
             if tsegs.len() != segs.len() {
                 continue;
@@ -151,10 +185,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn there_are_43_routes_and_templates_are_unique() {
+    fn there_are_43_fleet_routes_2_testbed_routes_and_templates_are_unique() {
         assert_eq!(Route::ALL.len(), 43);
+        assert_eq!(
+            Route::TESTBED,
+            [Route::HaResourceList, Route::HaResourceRead]
+        );
+        assert_eq!(Route::SERVED.len(), 45);
         let mut seen = std::collections::HashSet::new();
-        for r in Route::ALL {
+        for r in Route::SERVED {
             assert!(seen.insert((r.method(), r.template())), "{r:?} twice");
         }
     }

@@ -25,6 +25,8 @@ use crate::cluster::Cluster;
 use crate::config::SimConfig;
 use crate::error::SimError;
 use crate::faults::Faults;
+use crate::ha::HaResource;
+use crate::node_power::NodePowerAction;
 use crate::route::{HttpMethod, Route};
 use crate::schema::Schema;
 
@@ -198,7 +200,7 @@ impl Sim {
             )
         };
         let (template, path_params) = schema.match_path(method, rel).ok_or_else(not_implemented)?;
-        let route = Route::ALL
+        let route = Route::SERVED
             .iter()
             .copied()
             .find(|r| r.method() == method && r.template() == template)
@@ -303,6 +305,41 @@ impl Sim {
     /// such VM.
     pub fn set_vm_running(&self, vmid: u32, running: bool) -> bool {
         self.inner.cluster.set_vm_running(vmid, running)
+    }
+
+    /// Power a node off, on or through a reset, as its BMC would (see [`crate::node_power`]):
+    /// returns the VMs that were running on it and stopped. An unknown node is a 404 error
+    /// (`no such cluster node 'x'`).
+    pub fn power_node(&self, node: &str, action: NodePowerAction) -> Result<Vec<u32>, ApiError> {
+        self.inner.cluster.power_node(node, action)
+    }
+
+    /// Move a VM's config from node `from`'s directory to node `to`'s in the cluster file
+    /// system, as pve-ha-manager does for a guest of a fenced node. Errors carry the status a
+    /// control endpoint answers: 404 for an unknown node or a config not on `from`
+    /// (`Configuration file 'nodes/<from>/qemu-server/<vmid>.conf' does not exist`), 409 for a
+    /// running VM. Volumes stay where they are: on storage local to `from` a later start on
+    /// `to` fails.
+    pub fn move_vm_config(&self, vmid: u32, from: &str, to: &str) -> Result<(), ApiError> {
+        self.inner.cluster.move_vm_config(vmid, from, to)
+    }
+
+    /// Replace PVE's HA resources (`/etc/pve/ha/resources.cfg`) with `resources`; returns
+    /// them as stored (full sids such as `vm:100`, `type` filled in). A refused list (400,
+    /// PVE's text) leaves the configuration as it was.
+    pub fn set_ha_resources(
+        &self,
+        resources: Vec<HaResource>,
+    ) -> Result<Vec<HaResource>, ApiError> {
+        self.inner
+            .cluster
+            .set_ha_resources(resources)
+            .map_err(|e| ApiError::status(400, e.to_string()))
+    }
+
+    /// PVE's HA resources, in sid order.
+    pub fn ha_resources(&self) -> Vec<HaResource> {
+        self.inner.cluster.ha_resources()
     }
 
     /// Record the fingerprint of the certificate served for `node` (shown in `/nodes`).

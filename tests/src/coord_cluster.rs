@@ -73,6 +73,20 @@ impl Cluster {
         );
     }
 
+    /// SIGSTOP member `i` (frozen mid-flight, as a hung host looks to its peers).
+    pub fn pause(&mut self, i: usize) {
+        self.rt
+            .block_on(self.lab.pause(Part::Member(i)))
+            .unwrap_or_else(|e| panic!("freezing member {i}: {e}"));
+    }
+
+    /// SIGCONT member `i` after [`Cluster::pause`].
+    pub fn resume(&mut self, i: usize) {
+        self.rt
+            .block_on(self.lab.resume(Part::Member(i)))
+            .unwrap_or_else(|e| panic!("thawing member {i}: {e}"));
+    }
+
     /// Runs member `i` again and waits for its ready line.
     pub fn start(&mut self, i: usize) {
         self.rt

@@ -139,6 +139,22 @@ impl Fleet {
             .block_on(self.cluster.lab.kill(lab::Part::Agent(i)));
     }
 
+    /// Whether the agent of host `name` runs (its process has not exited).
+    pub fn agent_runs(&mut self, name: &str) -> bool {
+        let i = self.agent_index(name);
+        self.cluster.lab.runs(lab::Part::Agent(i))
+    }
+
+    /// SIGSTOP the agent of host `name` (a hung agent: its PVE host and its child fence guard
+    /// keep running).
+    pub fn pause_agent(&mut self, name: &str) {
+        let i = self.agent_index(name);
+        self.cluster
+            .rt
+            .block_on(self.cluster.lab.pause(lab::Part::Agent(i)))
+            .unwrap_or_else(|e| panic!("freezing agent {name}: {e}"));
+    }
+
     /// Runs the agent of host `name` again and waits for its ready line.
     pub fn start_agent(&mut self, name: &str) {
         let i = self.agent_index(name);

@@ -579,6 +579,13 @@ pub fn commands() -> Vec<Command> {
             message: "renewed".into(),
             now,
         },
+        Command::SetHostLiveness {
+            id: 3,
+            expected: HostState::Online,
+            state: HostState::Unreachable,
+            reason: "no heartbeat for 3.0 s (unreachable after 3.0 s)".into(),
+            now,
+        },
     ]
 }
 

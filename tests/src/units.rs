@@ -21,6 +21,8 @@ pub use deb::{LintianReport, LintianTag, build_deb, lintian};
 
 /// The agent's unit (enabled by the package).
 pub const AGENT_UNIT: &str = "pvefleet-agent.service";
+/// The agent's fence guard (enabled by the package; docs/design/fencing-agent.md).
+pub const GUARD_UNIT: &str = "pvefleet-agent-guard.service";
 /// The coordinator's unit (installed, not enabled).
 pub const COORDINATOR_UNIT: &str = "pvefleet-coordinator.service";
 /// The drop-in that lifts the agent's sandbox for the `pvesh` backend (shipped as an example).

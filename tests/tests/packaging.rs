@@ -46,10 +46,12 @@ const PROGRAMS: [&str; 3] = [
     "/usr/bin/pvefleet-coordinator",
     "/usr/bin/pvefleet-agent",
 ];
-const UNIT_FILES: [&str; 4] = [
+const UNIT_FILES: [&str; 6] = [
     "/lib/systemd/system/pvefleet-agent.service",
+    "/lib/systemd/system/pvefleet-agent-guard.service",
     "/lib/systemd/system/pvefleet-coordinator.service",
     "/usr/lib/systemd/system/pvefleet-agent.service",
+    "/usr/lib/systemd/system/pvefleet-agent-guard.service",
     "/usr/lib/systemd/system/pvefleet-coordinator.service",
 ];
 

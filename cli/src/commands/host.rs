@@ -1,11 +1,13 @@
-//! `pvefleet host ls`: every PVE host with its state, capacity and usage. Usage and the live
-//! view are the leader's; with `--stale`, the answering member's replicated records only.
+//! `pvefleet host ls`: every PVE host with its state, capacity and usage; `host show NAME`: one
+//! host with the reason of its state. Usage and the live view are the leader's; with
+//! `--stale`, the answering member's replicated records only (`ls`).
 
 use protocol::admin::{HostList, HostStatus, ReadMode};
 
 use super::Session;
 use crate::args::HostCommand;
 use crate::exit::CliError;
+use crate::output::HostShown;
 
 pub(crate) async fn run(session: &mut Session<'_>, command: &HostCommand) -> Result<(), CliError> {
     match command {
@@ -21,6 +23,19 @@ pub(crate) async fn run(session: &mut Session<'_>, command: &HostCommand) -> Res
             }
             let reply = session.client()?.call(&HostStatus {}).await?;
             session.print(&reply)
+        }
+        HostCommand::Show { name } => {
+            let reply = session.client()?.call(&HostStatus {}).await?;
+            let Some(entry) = reply
+                .hosts
+                .into_iter()
+                .find(|e| e.host.name.eq_ignore_ascii_case(name))
+            else {
+                return Err(CliError::Client(client::ClientError::NotFound(format!(
+                    "no host named {name}: `pvefleet host ls` lists them"
+                ))));
+            };
+            session.print(&HostShown(entry))
         }
     }
 }

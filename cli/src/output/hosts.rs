@@ -1,10 +1,11 @@
 //! `host ls`: every PVE host with its state and capacity, what the VMs assigned to it commit,
 //! and the leader's live view (load, last heartbeat); with `--stale`, the replicated part only.
 
-use protocol::admin::{HostListReply, HostStatusReply};
+use protocol::admin::{HostListReply, HostStatusEntry, HostStatusReply};
 use protocol::agent::HostResources;
+use serde::Serialize;
 
-use super::human::{mib, or_dash, span};
+use super::human::{age, mib, or_dash, relative, span};
 use super::table::Table;
 use super::{Context, Render};
 
@@ -21,7 +22,7 @@ fn load(resources: Option<&HostResources>) -> String {
 }
 
 impl Render for HostStatusReply {
-    fn table(&self, _ctx: &Context) -> String {
+    fn table(&self, ctx: &Context) -> String {
         if self.hosts.is_empty() {
             return NO_HOSTS.to_string();
         }
@@ -29,6 +30,7 @@ impl Render for HostStatusReply {
             "NAME",
             "ID",
             "STATE",
+            "SINCE",
             "CPUS",
             "MEMORY",
             "VMS",
@@ -43,6 +45,7 @@ impl Render for HostStatusReply {
                 h.name.clone(),
                 h.id.to_string(),
                 h.state.to_string(),
+                age(ctx.now, h.state_since),
                 h.capacity.cpus.to_string(),
                 mib(h.capacity.memory_mib),
                 e.vm_count.to_string(),
@@ -79,6 +82,66 @@ impl Render for HostListReply {
             "(read without the leader: usage, load and heartbeats are known to the leader only; \
              drop --stale to see them)\n",
         );
+        out
+    }
+}
+
+/// `host show NAME`: one host with its state's reason and the leader's live view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct HostShown(pub HostStatusEntry);
+
+impl Render for HostShown {
+    fn table(&self, ctx: &Context) -> String {
+        let e = &self.0;
+        let h = &e.host;
+        let labels: Vec<String> = h.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let rows = [
+            ("name", h.name.clone()),
+            ("id", h.id.to_string()),
+            (
+                "state",
+                format!("{} since {}", h.state, relative(ctx.now, h.state_since)),
+            ),
+            (
+                "reason",
+                or_dash((!h.state_reason.is_empty()).then(|| h.state_reason.clone())),
+            ),
+            (
+                "last seen",
+                e.last_seen_ms.map_or_else(
+                    || "- (not since this leader was elected)".to_string(),
+                    |ms| format!("{} ago", span(ms)),
+                ),
+            ),
+            (
+                "capacity",
+                format!("{} CPUs, {}", h.capacity.cpus, mib(h.capacity.memory_mib)),
+            ),
+            (
+                "committed",
+                format!(
+                    "{} VMs, {} vCPUs, {}",
+                    e.vm_count,
+                    e.vcpus,
+                    mib(e.memory_mib)
+                ),
+            ),
+            ("load", load(e.resources.as_ref())),
+            (
+                "labels",
+                or_dash((!labels.is_empty()).then(|| labels.join(","))),
+            ),
+            (
+                "pve",
+                or_dash(h.facts.as_ref().map(|f| f.pve_version.clone())),
+            ),
+            ("registered", relative(ctx.now, h.registered_at)),
+        ];
+        let mut out = String::new();
+        for (key, value) in rows {
+            out.push_str(&format!("{key:<11} {value}\n"));
+        }
         out
     }
 }

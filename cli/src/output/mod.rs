@@ -33,6 +33,7 @@ use protocol::fleet::UnixMillis;
 use serde::Serialize;
 
 pub use admins::{AdminAdded, admin_state};
+pub use hosts::HostShown;
 pub use reports::{
     AdminRevoked, Applied, ApplyReport, Deleted, IpAllocated, IpReleased, MemberAdded,
     MemberRemoved, TokenRevoked, VmidAllocated,

@@ -185,6 +185,7 @@ async fn vm_show_names_the_host_and_a_missing_vm_exits_4() {
                 state: HostState::Online,
                 registered_at: 0,
                 state_since: 0,
+                state_reason: String::new(),
                 facts: None,
             }],
         })

@@ -5,7 +5,7 @@
 use crate::support::fixtures::*;
 use cli::output::follow::{dropped_note, event_line};
 use cli::output::progress::{Progress, VmProgress, WaitGoal, judge};
-use cli::output::{OutputFormat, SnapshotChanged};
+use cli::output::{HostShown, OutputFormat, SnapshotChanged};
 use protocol::admin::{
     HostListReply, HostStatusEntry, HostStatusReply, PlacementScores, PlacementVerdict,
     VmExplainReply, VmPowerReply, VmSnapshotReply,
@@ -137,6 +137,7 @@ fn host(id: u64, name: &str, state: HostState) -> Host {
         state,
         registered_at: NOW - DAY,
         state_since: NOW - DAY,
+        state_reason: String::new(),
         facts: None,
     }
 }
@@ -175,9 +176,9 @@ fn host_ls_shows_capacity_commitments_and_the_leaders_live_view() {
     assert_eq!(
         table(&host_status()),
         "\
-NAME   ID   STATE         CPUS   MEMORY   VMS   VCPUS-COMMITTED   MEM-COMMITTED   LOAD   LAST-SEEN
-pve1   3    online        16     64 GiB   3     10                12 GiB          1.50   0s ago
-pve2   4    unreachable   16     64 GiB   0     0                 0 MiB           -      -
+NAME   ID   STATE         SINCE   CPUS   MEMORY   VMS   VCPUS-COMMITTED   MEM-COMMITTED   LOAD   LAST-SEEN
+pve1   3    online        24h     16     64 GiB   3     10                12 GiB          1.50   0s ago
+pve2   4    unreachable   24h     16     64 GiB   0     0                 0 MiB           -      -
 "
     );
     let doc = json_of(&host_status());
@@ -194,6 +195,36 @@ pve2   4    unreachable   16     64 GiB   0     0                 0 MiB         
     assert!(
         table(&HostStatusReply { hosts: Vec::new() }).starts_with("no hosts: create an agent"),
         "empty lists say how to add the first host"
+    );
+}
+
+#[test]
+fn host_show_gives_the_state_with_its_reason_and_since_when() {
+    let mut entry = host_status().hosts.remove(1);
+    entry.host.state = HostState::Fenced;
+    entry.host.state_since = NOW - 12_000;
+    entry.host.state_reason = "lease expired: the last lease was granted 11.0 s ago".into();
+    assert_eq!(
+        table(&HostShown(entry.clone())),
+        "\
+name        pve2
+id          4
+state       fenced since 12s ago
+reason      lease expired: the last lease was granted 11.0 s ago
+last seen   - (not since this leader was elected)
+capacity    16 CPUs, 64 GiB
+committed   0 VMs, 0 vCPUs, 0 MiB
+load        -
+labels      zone=a
+pve         -
+registered  24h ago
+"
+    );
+    let doc = json_of(&HostShown(entry));
+    assert_eq!(doc["host"]["state"], json!("fenced"));
+    assert_eq!(
+        doc["host"]["state_reason"],
+        json!("lease expired: the last lease was granted 11.0 s ago")
     );
 }
 

@@ -25,6 +25,9 @@ pub(crate) struct HostLive {
     pub(crate) observed: Arc<BTreeMap<u32, ObservedVm>>,
     /// Results received from this host since this member leads.
     pub(crate) results_received: u64,
+    /// When this member last acknowledged one of its beats, i.e. granted it a lease
+    /// (control-plane milliseconds; `None`: not since it leads).
+    pub(crate) last_ack_ms: Option<u64>,
 }
 
 /// What recording one beat changed.
@@ -63,6 +66,7 @@ impl Live {
             inventory_ms: 0,
             observed: Arc::default(),
             results_received: 0,
+            last_ack_ms: None,
         });
         let new_boot = fresh || entry.boot_id != boot_id;
         if entry.boot_id != boot_id {
@@ -86,6 +90,14 @@ impl Live {
             new_boot,
             inventory_changed,
             need_inventory: entry.inventory.is_none(),
+        }
+    }
+
+    /// Records that a beat of `host` was acknowledged at `now_ms` (after the quorum check): the
+    /// lease it grants ends, in real time, at most `lease × (1 + drift)` later.
+    pub(crate) fn note_ack(&mut self, host: NodeId, now_ms: u64) {
+        if let Some(h) = self.hosts.get_mut(&host) {
+            h.last_ack_ms = Some(h.last_ack_ms.map_or(now_ms, |a| a.max(now_ms)));
         }
     }
 

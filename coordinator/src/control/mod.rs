@@ -33,6 +33,7 @@ use transport::RemoteError;
 use self::dispatch::{Origin, Outbox};
 use self::live::Live;
 use crate::config::ControlConfig;
+use fleet::liveness::{Sighting, Watch};
 use fleet::reconcile::status::ResultMeta;
 use fleet::reconcile::{Clock, Policy, VmMemory};
 use fleet::scheduler::HostView;
@@ -244,6 +245,41 @@ impl Control {
             last_seen_ms: now.mono_ms.saturating_sub(h.last_beat_ms),
             resources: h.inventory.as_ref().map(|i| i.resources.clone()),
         })
+    }
+
+    /// Records that `host`'s beat was acknowledged now (a lease was granted).
+    pub(crate) fn note_ack(&self, host: NodeId) {
+        let now = self.now();
+        self.lock().live.note_ack(host, now.mono_ms);
+    }
+
+    /// What this leadership heard of every host, for the liveness decisions; `None` when this
+    /// member does not lead.
+    pub(crate) fn sightings(&self) -> Option<(BTreeMap<NodeId, Sighting>, Watch)> {
+        let now = self.now();
+        let inner = self.lock();
+        inner.term?;
+        let seen = inner
+            .live
+            .hosts()
+            .iter()
+            .map(|(id, h)| {
+                (
+                    *id,
+                    Sighting {
+                        last_beat_ms: h.last_beat_ms,
+                        last_ack_ms: h.last_ack_ms,
+                    },
+                )
+            })
+            .collect();
+        Some((
+            seen,
+            Watch {
+                leading_since_ms: inner.leading_since_ms,
+                now_ms: now.mono_ms,
+            },
+        ))
     }
 
     /// Every host as the scheduler sees it: replicated facts, committed usage of the VMs

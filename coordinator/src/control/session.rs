@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use protocol::NodeId;
 use protocol::agent::{AgentCommand, CommandResult, Heartbeat, Inventory, StorageInfo};
-use protocol::fleet::{Capacity, Host, HostFacts, HostState, UnixMillis};
+use protocol::fleet::{Capacity, Host, HostFacts, UnixMillis};
 use protocol::spec::Labels;
 
 use super::dispatch::Origin;
@@ -61,12 +61,6 @@ pub(crate) fn needs_registration(
     capacity: Capacity,
 ) -> bool {
     host.is_none_or(|h| h.name != name || h.labels != *labels || h.capacity != capacity)
-}
-
-/// Whether a beating host must be set online: an operator's maintenance stays, anything but
-/// online (joining, or unreachable before it beat again) becomes online.
-pub(crate) fn needs_online(state: Option<HostState>) -> bool {
-    !matches!(state, Some(HostState::Online | HostState::Maintenance))
 }
 
 /// The replicated facts an inventory shows, in a canonical order.
@@ -202,6 +196,7 @@ mod tests {
     use protocol::agent::{ObservedVm, PveNodeInfo, TemplateInfo};
 
     use super::*;
+    use protocol::fleet::HostState;
 
     const GIB: u64 = 1024 * MIB;
 
@@ -361,6 +356,7 @@ mod tests {
             state: HostState::Online,
             registered_at: 1,
             state_since: 1,
+            state_reason: String::new(),
             facts: None,
         };
         assert!(needs_registration(None, "pve-a", &Labels::new(), capacity));
@@ -404,19 +400,5 @@ mod tests {
                 memory_mib: 8 * 1024
             }
         );
-    }
-
-    #[test]
-    fn beating_hosts_go_online_unless_in_maintenance() {
-        let table = [
-            (None, true),
-            (Some(HostState::Joining), true),
-            (Some(HostState::Unreachable), true),
-            (Some(HostState::Online), false),
-            (Some(HostState::Maintenance), false),
-        ];
-        for (state, online) in table {
-            assert_eq!(needs_online(state), online, "{state:?}");
-        }
     }
 }

@@ -44,6 +44,7 @@ use transport::{Endpoint, Server, Service, TransportError};
 use crate::config::{ControlConfig, NodeSettings, RAFT_DIR, RunConfig};
 use crate::error::CoordinatorError;
 use crate::forward::{Forwarder, Target};
+use crate::host_watch::HostWatch;
 use crate::http::HttpServer;
 use crate::http::metrics::Metrics;
 use crate::machine::FleetMachine;
@@ -195,6 +196,7 @@ impl CoordinatorNode {
         tasks.spawn(renewal.run(serve.clone()));
         tasks.spawn(Reconciler::new(Arc::clone(&ctx)).run(serve.clone()));
         tasks.spawn(VipManager::new(Arc::clone(&ctx)).run(serve.clone()));
+        tasks.spawn(HostWatch::new(Arc::clone(&ctx)).run(serve.clone()));
         let keeper = versions::VersionKeeper {
             ctx: Arc::clone(&ctx),
         };

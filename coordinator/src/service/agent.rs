@@ -4,9 +4,10 @@
 //!
 //! ```text
 //!  beat ─▶ agent certificate? ─▶ leader? (else NotLeader + hint) ─▶ host removed? (refused)
-//!       ─▶ live state (boot, inventory) ─▶ RegisterHost / SetHostFacts / SetHostState Online
-//!          when they changed ─▶ results (waiters, reconciler) ─▶ quorum confirmed AFTER the
-//!          beat arrived ─▶ HeartbeatAck{lease, acked results, commands due}
+//!       ─▶ live state (boot, inventory) ─▶ RegisterHost / SetHostFacts / back online
+//!          (SetHostLiveness) when they changed ─▶ results (waiters, reconciler) ─▶ quorum confirmed AFTER the
+//!          beat arrived ─▶ ack time noted (the host watch's fence proof counts from it)
+//!          ─▶ HeartbeatAck{lease, acked results, commands due}
 //! ```
 
 use std::sync::Arc;
@@ -15,13 +16,13 @@ use protocol::Role;
 use protocol::agent::{
     Heartbeat, HeartbeatAck, VipMember, VipRelease, VipReleased, VipRenew, VipRenewReply,
 };
-use protocol::fleet::HostState;
+use protocol::fleet::{HostState, UnixMillis};
+use protocol::version::HOST_LIVENESS;
 use transport::{Caller, RemoteError, Router, Service};
 
 use super::Ctx;
-use crate::control::session::{
-    capacity_of, facts_changed, facts_of, needs_online, needs_registration,
-};
+use crate::control::session::{capacity_of, facts_changed, facts_of, needs_registration};
+use fleet::liveness::{Transition, back_online};
 use fleet::state::Command;
 use fleet::vip::manage::ManageConfig;
 use protocol::time::Now;
@@ -100,6 +101,41 @@ pub(crate) fn beating_host(caller: &Caller) -> Result<protocol::NodeId, RemoteEr
 }
 
 impl Ctx {
+    /// Commits a beating host's return to online: with its reason and a compare-and-set once
+    /// the cluster reads v2 (a fence the host watch is committing at the same time wins or
+    /// loses as a whole), as `SetHostState` before.
+    async fn set_back_online(&self, back: &Transition, now: UnixMillis) -> Result<(), RemoteError> {
+        let with_reason = self.read_local(|s| s.cluster_version() >= HOST_LIVENESS)?;
+        let cmd = if with_reason {
+            Command::SetHostLiveness {
+                id: back.host,
+                expected: back.expected,
+                state: back.to,
+                reason: back.reason.clone(),
+                now,
+            }
+        } else {
+            Command::SetHostState {
+                id: back.host,
+                state: back.to,
+                now,
+            }
+        };
+        match self.propose_raw(&cmd).await? {
+            Ok(_) => {
+                if back.expected != HostState::Joining {
+                    tracing::info!(host = back.host, from = %back.expected, reason = %back.reason, "host back online");
+                }
+            }
+            // The host watch moved it meanwhile (e.g. fenced): the next beat tries again.
+            Err(refusal) => {
+                tracing::debug!(host = back.host, error = %refusal, "host not set online")
+            }
+        }
+        self.control.wake();
+        Ok(())
+    }
+
     /// Answers one beat (see the module documentation).
     pub(crate) async fn heartbeat(
         &self,
@@ -147,14 +183,12 @@ impl Ctx {
                 .await?;
                 self.control.wake();
             }
-            if needs_online(record.as_ref().map(|h| h.state)) {
-                self.propose(&Command::SetHostState {
-                    id: host,
-                    state: HostState::Online,
-                    now,
-                })
-                .await?;
-                self.control.wake();
+            if let Some(back) = record
+                .as_ref()
+                .map_or(Some(HostState::Joining), |h| Some(h.state))
+                .and_then(|state| back_online(host, state))
+            {
+                self.set_back_online(&back, now).await?;
             }
         }
         let (acked_results, for_reconciler) = self.control.record_results(host, beat.results);
@@ -164,6 +198,7 @@ impl Ctx {
         // The lease is granted only by a leader that still has its quorum after this beat
         // arrived (docs/design/architecture.md, safety rule 3).
         self.confirm_linearizable().await?;
+        self.control.note_ack(host);
         let commands = self.control.deliver(host, beat.boot_id, &beat.running);
         Ok(HeartbeatAck {
             leader: self.node_id,

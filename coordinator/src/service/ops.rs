@@ -51,11 +51,13 @@ impl Ctx {
     pub(crate) async fn host_status(&self) -> Result<HostStatusReply, RemoteError> {
         self.confirm_linearizable().await?;
         let mut hosts = self.read_local(plan::host_entries)?;
+        let lease_ms = u64::try_from(self.control.config().lease.as_millis()).unwrap_or(u64::MAX);
         for entry in &mut hosts {
             if let Some(live) = self.control.host_live(entry.host.id) {
                 entry.last_seen_ms = Some(live.last_seen_ms);
                 entry.resources = live.resources;
             }
+            plan::never_online_when_silent(entry, lease_ms);
         }
         Ok(HostStatusReply { hosts })
     }

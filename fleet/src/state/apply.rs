@@ -60,6 +60,13 @@ impl FleetState {
                 expected_epoch,
             } => self.set_vip_standby(&name, standby, expected_epoch),
             Command::DeleteVip { name, now } => self.delete_vip(&name, now),
+            Command::SetHostLiveness {
+                id,
+                expected,
+                state,
+                reason,
+                now,
+            } => self.set_host_liveness(id, expected, state, &reason, now),
             Command::SetVipOwner {
                 name,
                 owner,

@@ -17,7 +17,7 @@ use protocol::fleet::{
 use protocol::spec::{
     DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VipSpecV1, VmSpec, VmidRangeSpec,
 };
-use protocol::version::{ADMINS, OLDEST, VIP_HOLDING, Version, VersionRange};
+use protocol::version::{ADMINS, HOST_LIVENESS, OLDEST, VIP_HOLDING, Version, VersionRange};
 use serde::{Deserialize, Serialize};
 
 /// A change to the fleet state. Times (`now`) are the proposer's clock: applying never reads one.
@@ -343,6 +343,22 @@ pub enum Command {
         /// The epoch the proposer saw.
         expected_epoch: u64,
     },
+    /// Move a host from `expected` to `state` with the reason (v2): the leader's liveness
+    /// decisions (unreachable, fenced) and a host's return. A compare-and-set: refused when the
+    /// host is no longer in `expected`, so a decision taken on a view a beat has since changed
+    /// never lands.
+    SetHostLiveness {
+        /// The host's id.
+        id: NodeId,
+        /// The state the proposer saw.
+        expected: HostState,
+        /// The new state.
+        state: HostState,
+        /// Why (kept in `Host::state_reason` and the event).
+        reason: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
@@ -394,6 +410,7 @@ impl Command {
             Command::MoveVip { .. } | Command::ApplyVip { .. } | Command::SetVipStandby { .. } => {
                 VIP_HOLDING
             }
+            Command::SetHostLiveness { .. } => HOST_LIVENESS,
         }
     }
 
@@ -437,6 +454,7 @@ impl Command {
             Command::MoveVip { .. } => "MoveVip",
             Command::ApplyVip { .. } => "ApplyVip",
             Command::SetVipStandby { .. } => "SetVipStandby",
+            Command::SetHostLiveness { .. } => "SetHostLiveness",
         }
     }
 }

@@ -10,6 +10,9 @@ use protocol::fleet::{
 use protocol::spec::{Labels, SpecError};
 
 use super::vms::{defined, not_found};
+
+/// The longest reason a host's state may carry.
+pub(crate) const MAX_REASON_CHARS: usize = 400;
 use super::{CommandReply, FleetState, StateError};
 
 impl FleetState {
@@ -72,6 +75,7 @@ impl FleetState {
                         state: HostState::Joining,
                         registered_at: now,
                         state_since: now,
+                        state_reason: String::new(),
                         facts: None,
                     },
                 );
@@ -123,10 +127,69 @@ impl FleetState {
         if host.state == state {
             return Ok(CommandReply::Done);
         }
+        // A v1 command records no reason (a v1 snapshot could not carry one).
+        self.move_host(id, state, String::new(), now);
+        Ok(CommandReply::Done)
+    }
+
+    /// [`Command::SetHostLiveness`](super::Command::SetHostLiveness): the compare-and-set of
+    /// the leader's liveness decisions.
+    pub(super) fn set_host_liveness(
+        &mut self,
+        id: NodeId,
+        expected: HostState,
+        state: HostState,
+        reason: &str,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        let host = self
+            .hosts
+            .get(&id)
+            .ok_or_else(|| not_found(EventKind::Host, id.to_string()))?;
+        if host.state != expected {
+            return Err(StateError::Conflict(format!(
+                "host {} ({id}) is {}, not {expected}: the liveness decision was taken on an \
+                 older view",
+                host.name, host.state
+            )));
+        }
+        if matches!(state, HostState::Removed | HostState::Joining) {
+            return Err(StateError::Conflict(format!(
+                "host {} ({id}): liveness moves a host between online, unreachable and fenced, \
+                 not to {state}",
+                host.name
+            )));
+        }
+        if reason.chars().count() > MAX_REASON_CHARS || reason.chars().any(char::is_control) {
+            return Err(SpecError::text(
+                "reason",
+                reason,
+                format!("at most {MAX_REASON_CHARS} characters, no control characters"),
+            )
+            .into());
+        }
+        if host.state == state && host.state_reason == reason {
+            return Ok(CommandReply::Done);
+        }
+        self.move_host(id, state, reason.to_string(), now);
+        Ok(CommandReply::Done)
+    }
+
+    /// Moves a known host to `state` with `reason` and records the event.
+    fn move_host(&mut self, id: NodeId, state: HostState, reason: String, now: UnixMillis) {
+        let Some(host) = self.hosts.get_mut(&id) else {
+            return;
+        };
         let from = host.state;
         host.state = state;
         host.state_since = now;
         let subject = format!("{} ({id})", host.name);
+        let message = if reason.is_empty() {
+            format!("{from} -> {state}")
+        } else {
+            format!("{from} -> {state}: {reason}")
+        };
+        host.state_reason = reason;
         if state == HostState::Removed {
             self.revoked_nodes.insert(id);
         }
@@ -134,14 +197,8 @@ impl FleetState {
             HostState::Unreachable | HostState::Fenced => EventLevel::Warning,
             _ => EventLevel::Info,
         };
-        self.events.push(
-            now,
-            level,
-            EventKind::Host,
-            subject,
-            format!("{from} -> {state}"),
-        );
-        Ok(CommandReply::Done)
+        self.events
+            .push(now, level, EventKind::Host, subject, message);
     }
 
     pub(super) fn add_member(

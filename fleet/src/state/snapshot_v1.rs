@@ -5,13 +5,15 @@
 //!
 //! Writing v1 drops the v2 fields: they are empty then, because every command that fills them
 //! is refused until the cluster version is v2 (and the cluster version never goes down).
-//! The layout is what v1 builds read: never change it. (v2 changed `Vip`, so its v1 layout is
-//! named here as `VipV1`: the same bytes.)
+//! The layout is what v1 builds read: never change it. (v2 changed `Vip` and `Host`, so their
+//! v1 layouts are named here as `VipV1` and `HostV1`: the same bytes.)
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use protocol::NodeId;
-use protocol::fleet::{Host, IpPool, Member, Settings, StoredToken, Vip, VmRecord, VmidRange};
+use protocol::fleet::{
+    Host, HostV1, IpPool, Member, Settings, StoredToken, Vip, VmRecord, VmidRange,
+};
 use protocol::spec::VipV1;
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +27,7 @@ struct Borrowed<'a> {
     last_applied: &'a Option<u64>,
     settings: &'a Settings,
     members: &'a BTreeMap<NodeId, Member>,
-    hosts: &'a BTreeMap<NodeId, Host>,
+    hosts: BTreeMap<&'a NodeId, HostV1>,
     revoked_nodes: &'a BTreeSet<NodeId>,
     next_node_id: &'a NodeId,
     vms: &'a BTreeMap<String, VmRecord>,
@@ -43,7 +45,7 @@ struct Owned {
     last_applied: Option<u64>,
     settings: Settings,
     members: BTreeMap<NodeId, Member>,
-    hosts: BTreeMap<NodeId, Host>,
+    hosts: BTreeMap<NodeId, HostV1>,
     revoked_nodes: BTreeSet<NodeId>,
     next_node_id: NodeId,
     vms: BTreeMap<String, VmRecord>,
@@ -55,9 +57,15 @@ struct Owned {
     versions: ClusterVersions,
 }
 
-/// `state` in the v1 layout (a serde value for the codec to encode); `None` if a VIP uses a
-/// field v1 cannot carry (never the case at cluster version v1, where only v1 commands apply).
+/// `state` in the v1 layout (a serde value for the codec to encode); `None` if a VIP or a host
+/// uses a field v1 cannot carry (never the case at cluster version v1, where only v1 commands
+/// apply).
 pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
+    let hosts = state
+        .hosts
+        .iter()
+        .map(|(id, host)| Some((id, HostV1::exact(host)?)))
+        .collect::<Option<BTreeMap<_, _>>>()?;
     let vips = state
         .vips
         .iter()
@@ -67,7 +75,7 @@ pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
         last_applied: &state.last_applied,
         settings: &state.settings,
         members: &state.members,
-        hosts: &state.hosts,
+        hosts,
         revoked_nodes: &state.revoked_nodes,
         next_node_id: &state.next_node_id,
         vms: &state.vms,
@@ -91,7 +99,11 @@ impl From<SnapshotV1> for FleetState {
             last_applied: v1.last_applied,
             settings: v1.settings,
             members: v1.members,
-            hosts: v1.hosts,
+            hosts: v1
+                .hosts
+                .into_iter()
+                .map(|(id, host)| (id, Host::from(host)))
+                .collect(),
             revoked_nodes: v1.revoked_nodes,
             next_node_id: v1.next_node_id,
             vms: v1.vms,

@@ -1,9 +1,11 @@
 //! `pvefleet-agent`: the node agent of a PVE host. `join` admits this host to a cluster with a
 //! token read from a file, standard input or the environment (never the command line); `run`
-//! keeps its session to the coordinators until SIGTERM/SIGINT. The hidden
-//! `--generate man|complete-bash|complete-zsh` prints the man page or a completion script.
-//! Thin: the logic is in `node_agent::{config, join, daemon}`. Exit codes: 0 ok, 2 bad command
-//! line or configuration, 3 refused by the cluster (join token, role), 1 anything else.
+//! keeps its session to the coordinators until SIGTERM/SIGINT; `fence-guard` resets the host
+//! when the agent's lease ended with HA guests still armed (its own systemd unit, or the
+//! agent's child). The hidden `--generate man|complete-bash|complete-zsh` prints the man page or
+//! a completion script. Thin: the logic is in `node_agent::{config, join, daemon, fence}`. Exit
+//! codes: 0 ok, 2 bad command line or configuration, 3 refused by the cluster (join token,
+//! role), 1 anything else.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,6 +18,8 @@ use node_agent::config::{
     AgentConfig, ConfigError, DEFAULT_CONFIG_PATH, DEFAULT_DATA_DIR, DEFAULT_LOG, PveConfig,
 };
 use node_agent::daemon::{Agent, AgentError};
+use node_agent::fence::settings::Guard;
+use node_agent::fence::{GuardOptions, LaunchError, run_guard, spawn_child_guard};
 use node_agent::join::{JoinError, JoinOptions, join_cluster, start_command};
 use tokio_util::sync::CancellationToken;
 
@@ -31,7 +35,7 @@ const MAN: ManExtras = ManExtras {
         (
             DEFAULT_DATA_DIR,
             "The default data directory: node key and certificate, cluster CA, cluster.toml, \
-             the command journal.",
+             the command journal, the fence record fence.json.",
         ),
         (
             "/etc/pvefleet/pve-token",
@@ -106,11 +110,32 @@ enum Cmd {
     /// name; required with the sim backend), `[labels]`, heartbeat_ms (1000), inventory_ms
     /// (5000), log ("info"), and `[pve]` with backend = "https" (url, token_file, and one of
     /// ca_file, fingerprint, insecure = true) | "pvesh" (program, timeout_secs) | "sim" (cpus,
-    /// memory_gib, bridges, ceph, time_scale, agent_ip_delay_secs).
+    /// memory_gib, bridges, ceph, time_scale, agent_ip_delay_secs), and `[fence]` with lead_ms
+    /// (2000: HA guests are stopped and VIPs dropped this long before the lease ends), reset
+    /// ("auto" | "host" | "simulated") and guard ("auto" | "unit" | "child").
     Run {
         /// The agent configuration.
         #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG_PATH)]
         config: PathBuf,
+    },
+    /// Guard the agent's fence record (DATA_DIR/fence.json): reset this host once the record
+    /// is armed (HA guests may run) and the lease it states has ended, the backstop for a hung
+    /// or killed agent. `[fence] reset` of the configuration says how: "host" (reboot(2) at
+    /// once, needs CAP_SYS_BOOT) or "simulated" (SIGKILL the agent, reset the simulated PVE
+    /// node). Runs as pvefleet-agent-guard.service, or as the agent's child with
+    /// `[fence] guard = "child"`.
+    FenceGuard {
+        /// The agent's data directory [default: data_dir of the configuration, else
+        /// /var/lib/pvefleet/agent].
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// The agent configuration [default: /etc/pvefleet/agent.toml if it exists].
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Exit once the agent named in the record is gone and the record is not armed (how
+        /// the agent starts its child guard; the unit keeps guarding for the next agent).
+        #[arg(long)]
+        exit_with_agent: bool,
     },
 }
 
@@ -132,6 +157,20 @@ impl From<ConfigError> for Failure {
 impl From<AgentError> for Failure {
     fn from(e: AgentError) -> Failure {
         let code = if matches!(e, AgentError::Config(_)) {
+            2
+        } else {
+            1
+        };
+        Failure {
+            code,
+            error: e.into(),
+        }
+    }
+}
+
+impl From<LaunchError> for Failure {
+    fn from(e: LaunchError) -> Failure {
+        let code = if matches!(e, LaunchError::Config(_)) {
             2
         } else {
             1
@@ -167,6 +206,7 @@ enum Job {
         config_path: Option<PathBuf>,
         config: Option<AgentConfig>,
     },
+    FenceGuard(GuardOptions),
 }
 
 impl Job {
@@ -178,6 +218,27 @@ impl Job {
                 config: AgentConfig::load(&path)?,
                 path,
             }),
+            Cmd::FenceGuard {
+                data_dir,
+                config: config_path,
+                exit_with_agent,
+            } => {
+                let default = Path::new(DEFAULT_CONFIG_PATH);
+                let config_path =
+                    config_path.or_else(|| default.exists().then(|| default.to_path_buf()));
+                let config = config_path.as_deref().map(AgentConfig::load).transpose()?;
+                let data_dir = data_dir.unwrap_or_else(|| {
+                    config
+                        .as_ref()
+                        .map_or_else(|| PathBuf::from(DEFAULT_DATA_DIR), |c| c.data_dir.clone())
+                });
+                Ok(Job::FenceGuard(GuardOptions {
+                    data_dir,
+                    config,
+                    config_path,
+                    exit_with_agent,
+                }))
+            }
             Cmd::Join {
                 addr,
                 legacy,
@@ -209,6 +270,7 @@ impl Job {
         match self {
             Job::Run { config, .. } => &config.log,
             Job::Join { config, .. } => config.as_ref().map_or(DEFAULT_LOG, |c| c.log.as_str()),
+            Job::FenceGuard(opts) => opts.config.as_ref().map_or(DEFAULT_LOG, |c| c.log.as_str()),
         }
     }
 }
@@ -229,10 +291,13 @@ fn main() -> ExitCode {
     // Before anything builds a TLS configuration: ring only, never a second provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     daemon::logging::init(job.log());
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // The guard is one small loop: one thread is all it needs.
+    let mut builder = if matches!(job, Job::FenceGuard(_)) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -287,6 +352,11 @@ async fn dispatch(job: Job) -> Result<(), Failure> {
             Ok(())
         }
         Job::Run { path, config } => run(&path, config).await,
+        Job::FenceGuard(opts) => {
+            let shutdown = CancellationToken::new();
+            tokio::spawn(cancel_on_signal(shutdown.clone()));
+            run_guard(opts, shutdown).await.map_err(Failure::from)
+        }
     }
 }
 
@@ -314,7 +384,23 @@ fn missing_token_file(config: Option<&AgentConfig>) -> Option<&Path> {
 async fn run(path: &Path, mut config: AgentConfig) -> Result<(), Failure> {
     // Resolved here so an unusable machine host name is reported against this file.
     config.host_name = Some(config.resolved_host_name(path)?);
+    let guard = config.fence.guard(config.pve.is_sim());
+    let data_dir = config.data_dir.clone();
+    // Started first: it writes the fence record the guard reads.
     let agent = Agent::start(config).await?;
+    if guard == Guard::Child {
+        let spawned =
+            std::env::current_exe().and_then(|exe| spawn_child_guard(&exe, path, &data_dir));
+        match spawned {
+            Ok(pid) => tracing::info!(pid, "fence guard started as the agent's child"),
+            Err(e) => {
+                return Err(Failure {
+                    code: 1,
+                    error: anyhow::anyhow!("cannot start the fence guard: {e}"),
+                });
+            }
+        }
+    }
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     let ready = agent.ready();

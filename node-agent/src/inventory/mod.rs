@@ -1,17 +1,20 @@
 //! The host's inventory: the operating system's view ([`host`], sysinfo) and the PVE node's
 //! ([`pve_view`]), collected by a [`Collector`] task on its own schedule (and on demand after a
 //! command), so a slow PVE never delays a heartbeat. The session reads the latest snapshot
-//! from an [`InventoryFeed`] and sends it when [`change::worth_sending`] says so.
+//! from an [`InventoryFeed`] and sends it when [`change::worth_sending`] says so; the fencer
+//! reads the running HA guests ([`ha_guests`]) from the same snapshots.
 //!
 //! ```text
-//!  Collector ── every inventory_ms, or refresh() ──▶ HostProbe + read_pve ──▶ watch ──▶ InventoryFeed
-//!                                                                                   (session: latest())
+//!  Collector ── every inventory_ms, or refresh() ──▶ HostProbe + read_pve + HA notes ──▶ watch
+//!                                                     ──▶ InventoryFeed (session, fencer: latest())
 //! ```
 
 pub mod change;
+pub mod ha_guests;
 pub mod host;
 pub mod pve_view;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,6 +23,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use change::{SentInventory, worth_sending};
+pub use ha_guests::HaGuests;
 pub use host::HostProbe;
 pub use pve_view::{PveView, read_pve};
 
@@ -28,6 +32,8 @@ pub use pve_view::{PveView, read_pve};
 pub struct Snapshot {
     /// The inventory.
     pub inventory: Inventory,
+    /// The running HA guests among its VMs, by VMID ([`ha_guests`]).
+    pub ha_running: BTreeSet<u32>,
     /// When its collection finished.
     pub collected_at: Instant,
 }
@@ -100,10 +106,16 @@ impl InventoryFeed {
 }
 
 impl InventorySender {
-    /// Publishes `inventory`, collected now.
+    /// Publishes `inventory`, collected now, without HA guests.
     pub fn publish(&self, inventory: Inventory) {
+        self.publish_with_ha(inventory, BTreeSet::new());
+    }
+
+    /// Publishes `inventory`, collected now, whose running HA guests are `ha_running`.
+    pub fn publish_with_ha(&self, inventory: Inventory, ha_running: BTreeSet<u32>) {
         self.tx.send_replace(Some(Snapshot {
             inventory,
+            ha_running,
             collected_at: Instant::now(),
         }));
     }
@@ -145,6 +157,7 @@ impl Collector {
     /// the previous snapshot stays published.
     pub async fn run(self, shutdown: CancellationToken) {
         let mut failing = false;
+        let mut ha = HaGuests::new();
         loop {
             match collect(&self.client, &self.node, &self.probe).await {
                 Ok(inventory) => {
@@ -152,7 +165,8 @@ impl Collector {
                         tracing::info!(node = %self.node, "PVE inventory readable again");
                     }
                     failing = false;
-                    self.sender.publish(inventory);
+                    let ha_running = ha.update(&self.client, &self.node, &inventory.vms).await;
+                    self.sender.publish_with_ha(inventory, ha_running);
                 }
                 Err(e) if !failing => {
                     failing = true;

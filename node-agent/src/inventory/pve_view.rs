@@ -105,6 +105,13 @@ fn split_tags(tags: Option<&str>) -> Vec<String> {
         .collect()
 }
 
+/// Whether a guest of the list carries the fleet's ownership tag.
+pub fn is_owned(guest: &VmListEntry) -> bool {
+    split_tags(guest.tags.as_deref())
+        .iter()
+        .any(|t| t == OWNERSHIP_TAG)
+}
+
 /// Templates and VMs, each sorted by VMID; a VM is owned when it carries the fleet's tag.
 fn split_guests(guests: &[VmListEntry]) -> (Vec<TemplateInfo>, Vec<ObservedVm>) {
     let mut templates = Vec::new();

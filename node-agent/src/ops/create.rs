@@ -106,6 +106,7 @@ impl VmOps {
                 &desired.description,
                 &desired.name,
                 desired.generation,
+                desired.ha,
             )),
             full: Some(full),
             storage: template.storage.clone().filter(|_| full),

@@ -85,6 +85,8 @@ pub struct DesiredVm {
     pub name: String,
     /// Spec generation (managed-notes block).
     pub generation: u64,
+    /// The spec asks for HA: the managed-notes block says `ha=1` (what the fencing reads).
+    pub ha: bool,
     /// The spec's own description text.
     pub description: String,
     /// Tags, the ownership tag included, sorted and unique.
@@ -277,6 +279,7 @@ pub fn desired_vm(cmd: &EnsureVm, user_snippet: Option<String>) -> Result<Desire
     Ok(DesiredVm {
         name: spec.name.clone(),
         generation: cmd.generation,
+        ha: spec.ha,
         description: spec.description.clone(),
         tags,
         cores: spec.cores,
@@ -298,7 +301,10 @@ pub fn desired_vm(cmd: &EnsureVm, user_snippet: Option<String>) -> Result<Desire
             .map(|o| parse_as("ostype", o.as_str()))
             .transpose()?,
         agent: spec.agent,
-        onboot: spec.onboot,
+        // PVE starts an `onboot` guest when the host boots, without asking anyone: after a
+        // fence reset the coordinators may already run an HA guest elsewhere (rule 1). An HA
+        // guest starts only through a command, under a lease (docs/design/fencing-agent.md).
+        onboot: spec.onboot && !spec.ha,
         protection: spec.protection,
         nics,
         disks,

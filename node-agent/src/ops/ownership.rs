@@ -56,7 +56,8 @@ mod tests {
     fn tag_or_own_notes_with_the_same_name_make_a_vm_ours() {
         let tagged = cfg(json!({"name": "web-1", "tags": "prod;pvefleet"}));
         assert_eq!(ownership(&tagged, "web-1"), Ownership::Owned);
-        let noted = cfg(json!({"name": "web-1", "description": notes::render_block("web-1", 1)}));
+        let noted =
+            cfg(json!({"name": "web-1", "description": notes::render_block("web-1", 1, false)}));
         assert_eq!(ownership(&noted, "web-1"), Ownership::Owned);
     }
 
@@ -70,7 +71,7 @@ mod tests {
             ),
             (json!({"tags": "pvefleet"}), "no name"),
             (
-                json!({"name": "web-1", "description": notes::render_block("web-9", 1)}),
+                json!({"name": "web-1", "description": notes::render_block("web-9", 1, false)}),
                 "ownership tag",
             ),
         ];

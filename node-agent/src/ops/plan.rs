@@ -67,7 +67,8 @@ fn general(b: &mut Builder<'_>, d: &DesiredVm) -> Result<(), PlanError> {
         d.name.clone()
     });
     let now = b.current.description();
-    let notes = notes::desired_description(now.as_deref(), &d.description, &d.name, d.generation);
+    let notes =
+        notes::desired_description(now.as_deref(), &d.description, &d.name, d.generation, d.ha);
     let same = now.as_deref().map(str::trim_end) == Some(notes.trim_end());
     if !same {
         b.set_via("description", |c| c.description(&notes))?;

@@ -74,7 +74,7 @@ fn desired(spec: VmSpec) -> DesiredVm {
 
 /// What PVE holds for the base spec after clone and configure (as GET config returns it).
 fn base_config() -> Map<String, Value> {
-    let block = notes::render_block("web-1", 3);
+    let block = notes::render_block("web-1", 3, false);
     json!({
         "agent": "1",
         "boot": "order=scsi0",
@@ -275,7 +275,10 @@ fn each_difference_plans_exactly_its_change() {
             "operator notes outside the block are kept; the generation moves",
             none,
             |c| {
-                let text = format!("Owner: team web\n\n{}", notes::render_block("web-1", 2));
+                let text = format!(
+                    "Owner: team web\n\n{}",
+                    notes::render_block("web-1", 2, false)
+                );
                 c.insert("description".into(), json!(text));
             },
             vec![(
@@ -501,4 +504,22 @@ fn unplannable_specs_name_what_is_missing() {
             pool: "lan".into()
         }
     );
+}
+
+#[test]
+fn an_ha_guest_never_starts_on_boot_by_itself() {
+    let with = |onboot: bool, ha: bool| {
+        let mut spec = base_spec();
+        spec.onboot = onboot;
+        spec.ha = ha;
+        let d = desired(spec);
+        (d.onboot, d.ha)
+    };
+    assert_eq!(with(true, false), (true, false));
+    assert_eq!(
+        with(true, true),
+        (false, true),
+        "fencing would be undone at boot"
+    );
+    assert_eq!(with(false, true), (false, true));
 }

@@ -40,6 +40,8 @@ impl VmOps {
         if self.is_running(s).await? {
             return Ok(());
         }
+        // Held until the start task ended: the fencer waits for it before it confirms.
+        let _permit = self.start_permit(s, "start").await?;
         let upid = self
             .client
             .vm_start(&self.node, s.vmid, &StartOptions::default())

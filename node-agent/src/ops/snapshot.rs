@@ -96,6 +96,12 @@ pub(super) async fn snapshot(
         SnapshotAction::List => {}
         SnapshotAction::Rollback { snapshot, start } => {
             let entry = ops.snapshot_entry(&s, snapshot, "rollback").await?;
+            // A snapshot with RAM comes back running: that is a start.
+            let _permit = if entry.vmstate {
+                Some(ops.start_permit(&s, "rollback").await?)
+            } else {
+                None
+            };
             let upid = ops
                 .client
                 .rollback_snapshot(&ops.node, cmd.vmid, snapshot, None)

@@ -13,6 +13,7 @@ use super::failure::{AtStep, Subject};
 use super::ownership::{self, Ownership};
 use super::snippets::{FsSnippetWriter, SnippetWriter};
 use super::timeouts::OpTimeouts;
+use crate::fence::start_gate::{StartGate, StartPermit};
 
 /// Runs VM operations on one PVE node.
 #[derive(Debug, Clone)]
@@ -21,6 +22,8 @@ pub struct VmOps {
     pub(super) node: String,
     pub(super) snippets: Arc<dyn SnippetWriter>,
     pub(super) timeouts: OpTimeouts,
+    /// Closed while the agent fences: no guest starts then (docs/design/fencing-agent.md).
+    pub(super) gate: StartGate,
 }
 
 impl VmOps {
@@ -33,7 +36,15 @@ impl VmOps {
             node: node.into(),
             snippets: Arc::new(FsSnippetWriter::default()),
             timeouts: OpTimeouts::default(),
+            gate: StartGate::new(),
         }
+    }
+
+    /// Starts guests only through `gate` (the agent's fencer closes it when the lease runs
+    /// out). Without it the gate is always open.
+    pub fn with_start_gate(mut self, gate: StartGate) -> VmOps {
+        self.gate = gate;
+        self
     }
 
     /// Writes user-data snippets with `writer`.
@@ -90,6 +101,18 @@ impl VmOps {
                 ),
             )),
         }
+    }
+
+    /// A permit to start `s`, held until its start is over; refused while the agent fences.
+    pub(super) async fn start_permit(
+        &self,
+        s: &Subject<'_>,
+        step: &str,
+    ) -> Result<StartPermit, CommandFailure> {
+        self.gate
+            .admit()
+            .await
+            .map_err(|closed| s.fail(FailureKind::Transient, step, closed))
     }
 
     /// Waits for a task with the ordinary timeout.

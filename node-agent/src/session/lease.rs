@@ -4,7 +4,8 @@
 //! instant after the send, so the agent's view never outlives the leader's.
 //!
 //! The [`LeaseKeeper`] keeps the latest expiry (an answer to an older beat arriving late never
-//! shortens it) and reports a lapse once. Fencing on lapse comes later; now it is a warning.
+//! shortens it) and reports a lapse once. The fencer (`crate::fence`) follows the lease the
+//! session publishes and acts before it ends; the lapse itself is only logged here.
 
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,11 @@ impl Lease {
     /// The send time of the beat it was granted for.
     pub fn sent_at(&self) -> Instant {
         self.sent_at
+    }
+
+    /// How long it runs from [`Lease::sent_at`].
+    pub fn duration(&self) -> Duration {
+        self.duration
     }
 
     /// When it ends (exclusive).

@@ -371,8 +371,8 @@ impl<R: CommandRunner> Beater<R> {
             let ago = std::time::Instant::now().saturating_duration_since(at);
             tracing::warn!(
                 lapsed_ago = ?ago,
-                "the lease lapsed: no leader acknowledged a beat in time (fencing is not built \
-                 yet; guests keep running)"
+                "the lease lapsed: no leader acknowledged a beat in time (the fencer acts from \
+                 lease end - lead on: HA guests stopped, VIPs dropped, no guest started)"
             );
         }
     }

@@ -17,6 +17,11 @@
 //! One task per member, fed the latest renewal through a `watch` channel: a dead or slow
 //! member never delays the renewals to the others (it only skips the renewals sent while it
 //! was busy).
+//!
+//! Fencing ([`Keeper::fenced_by`], docs/design/fencing-agent.md): when the agent's own lease
+//! is about to run out, the fencer raises a flag; the keeper then lets go of every VIP at once
+//! (as at shutdown), claims none and reports itself not ready for any, until the flag drops
+//! again with a renewed lease.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -91,7 +96,11 @@ pub struct Keeper<H: Holder> {
     members: Vec<Target>,
     holder: H,
     cfg: KeeperConfig,
+    fenced: Option<watch::Receiver<bool>>,
 }
+
+/// Why a fenced agent is not ready for any VIP (said to the members).
+const FENCED: &str = "the agent's lease is running out: it holds no VIP until a leader                       acknowledges it again";
 
 impl<H: Holder> Keeper<H> {
     /// The loop for host `host`, renewing with `members` through `endpoint` (the agent's
@@ -109,7 +118,15 @@ impl<H: Holder> Keeper<H> {
             members,
             holder,
             cfg,
+            fenced: None,
         }
+    }
+
+    /// Lets go of every VIP and claims none while `fenced` says `true` (the agent's fencer
+    /// raises it when the lease runs out).
+    pub fn fenced_by(mut self, fenced: watch::Receiver<bool>) -> Keeper<H> {
+        self.fenced = Some(fenced);
+        self
     }
 
     /// Runs until `stop`, then lets go of everything it holds.
@@ -152,7 +169,12 @@ impl<H: Holder> Keeper<H> {
             grants: BTreeMap::new(),
             lease_ms: self.cfg.lease_ms,
             leaving: false,
+            fenced: false,
         };
+        let mut fence = self.fenced.take();
+        if let Some(rx) = fence.as_mut() {
+            state.fenced = *rx.borrow_and_update();
+        }
         let mut checks = Checks::new();
         let mut next_renewal = tokio::time::Instant::now();
         // Set once `stop` fires while something is held: hand it over, then stop.
@@ -172,6 +194,18 @@ impl<H: Holder> Keeper<H> {
                     next_renewal = tokio::time::Instant::now();
                 }
                 () = sleep_until_opt(leaving_until) => break,
+                fenced = fence_changed(&mut fence) => {
+                    if fenced && !state.fenced {
+                        tracing::warn!("VIP: the agent's lease is running out: letting go of every VIP");
+                        let held = state.held();
+                        self.let_go(held, &connections).await;
+                        state.grants.clear();
+                    } else if !fenced && state.fenced {
+                        tracing::info!("VIP: the agent's lease is held again: VIPs may be claimed");
+                    }
+                    state.fenced = fenced;
+                    next_renewal = tokio::time::Instant::now();
+                }
                 () = tokio::time::sleep_until(next_renewal) => {
                     let body = self.renewal(&state, &mut checks).await;
                     send.send_replace(Some((clock(), Arc::new(body))));
@@ -208,12 +242,7 @@ impl<H: Holder> Keeper<H> {
         }
         // Let go first, while the member links (and their connections) still run: the
         // release must reach the members.
-        let all: Vec<VipCandidacy> = state
-            .grants
-            .values()
-            .filter(|g| g.holding.is_held())
-            .map(|g| g.vip.clone())
-            .collect();
+        let all = state.held();
         self.let_go(all, &connections).await;
         member_stop.cancel();
         links.shutdown().await;
@@ -225,9 +254,13 @@ impl<H: Holder> Keeper<H> {
         checks.sync(candidacies.values());
         let mut reports = Vec::new();
         for vip in candidacies.into_values() {
-            let ready = match self.holder.ready(&vip).await {
-                Ok(()) => checks.verdict(&vip.name),
-                Err(why) => Err(why),
+            let ready = if state.fenced {
+                Err(FENCED.to_string())
+            } else {
+                match self.holder.ready(&vip).await {
+                    Ok(()) => checks.verdict(&vip.name),
+                    Err(why) => Err(why),
+                }
             };
             reports.push(VipReport {
                 name: vip.name.clone(),
@@ -292,6 +325,22 @@ impl<H: Holder> Keeper<H> {
     }
 }
 
+/// The fencing flag's next value; pending for ever without a flag (or once its sender is
+/// gone: the last value stays).
+async fn fence_changed(fence: &mut Option<watch::Receiver<bool>>) -> bool {
+    match fence {
+        Some(rx) => match rx.changed().await {
+            Ok(()) => *rx.borrow_and_update(),
+            Err(_) => {
+                let last = *rx.borrow();
+                *fence = None;
+                last
+            }
+        },
+        None => std::future::pending().await,
+    }
+}
+
 async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -309,6 +358,8 @@ struct KeeperState {
     lease_ms: u64,
     /// The agent is stopping and hands its VIPs over.
     leaving: bool,
+    /// The agent is fencing: no grant is taken.
+    fenced: bool,
 }
 
 impl KeeperState {
@@ -324,6 +375,15 @@ impl KeeperState {
             }
         }
         merged
+    }
+
+    /// The VIPs held now.
+    fn held(&self) -> Vec<VipCandidacy> {
+        self.grants
+            .values()
+            .filter(|g| g.holding.is_held())
+            .map(|g| g.vip.clone())
+            .collect()
     }
 
     /// Whether a grant (not a standby's claim) waits for its majority.
@@ -383,6 +443,8 @@ impl KeeperState {
             }
             keep
         });
+        // A fencing agent takes no grant (it reports itself not ready meanwhile).
+        let merged = if self.fenced { BTreeMap::new() } else { merged };
         for (name, c) in merged {
             let replaced = self
                 .grants
@@ -556,5 +618,73 @@ impl MemberLink {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOST: NodeId = 7;
+
+    fn state(fenced: bool) -> KeeperState {
+        KeeperState {
+            host: HOST,
+            members: 1,
+            per_member: vec![Vec::new()],
+            grants: BTreeMap::new(),
+            lease_ms: 400,
+            leaving: false,
+            fenced,
+        }
+    }
+
+    fn granted(name: &str) -> VipCandidacy {
+        VipCandidacy {
+            name: name.into(),
+            address: "10.0.0.10/24".into(),
+            interface: "vmbr0".into(),
+            owner: Some(HOST),
+            epoch: 3,
+            standby: None,
+            claimed: false,
+            checks: Vec::new(),
+        }
+    }
+
+    fn answer(candidacies: Vec<VipCandidacy>) -> Answer {
+        Answer {
+            member: 0,
+            sent_ms: 100,
+            request: Arc::new(VipRenew {
+                claims: Vec::new(),
+                reports: Vec::new(),
+                simulated: true,
+                leaving: false,
+            }),
+            reply: VipRenewReply {
+                vouches: Vec::new(),
+                candidacies,
+                members: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_fenced_agent_takes_no_grant_and_takes_them_again_once_unfenced() {
+        let mut s = state(true);
+        assert!(s.answer(answer(vec![granted("web")])).is_empty());
+        assert!(s.grants.is_empty(), "no claim while fenced");
+        assert!(s.held().is_empty());
+        s.fenced = false;
+        s.answer(answer(vec![granted("web")]));
+        assert_eq!(s.grants.keys().collect::<Vec<_>>(), ["web"]);
+        // Vouched by the only member: held after a step, then let go as a whole.
+        s.grants.get_mut("web").unwrap().holding.vouched(0, 100);
+        assert!(matches!(
+            s.grants.get_mut("web").unwrap().holding.step(110),
+            Step::Acquire(_)
+        ));
+        assert_eq!(s.held().len(), 1);
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use node_agent::config::{
-    AgentConfig, DEFAULT_LOG, DEFAULT_PVE_URL, HttpsSettings, PveConfig, SimSettings,
+    AgentConfig, DEFAULT_LOG, DEFAULT_PVE_URL, FenceConfig, HttpsSettings, PveConfig, SimSettings,
 };
 
 const AGENT: &str = env!("CARGO_BIN_EXE_pvefleet-agent");
@@ -112,6 +112,9 @@ fn the_shipped_file_names_every_field() {
         panic!("not pvesh");
     };
     all.extend(fields(toml::Value::try_from(pvesh).unwrap()));
+    all.extend(fields(
+        toml::Value::try_from(FenceConfig::default()).unwrap(),
+    ));
     for field in all {
         let named = SHIPPED.lines().any(|l| {
             let l = l.trim_start_matches(['#', ' ']);
@@ -142,6 +145,7 @@ fn the_man_page_documents_both_subcommands_and_the_files() {
     for heading in [
         ".SS \"pvefleet\\-agent join\"",
         ".SS \"pvefleet\\-agent run\"",
+        ".SS \"pvefleet\\-agent fence\\-guard\"",
     ] {
         assert!(man.contains(heading), "{heading} missing:\n{man}");
     }
@@ -152,6 +156,8 @@ fn the_man_page_documents_both_subcommands_and_the_files() {
         "NOTIFY_SOCKET",
         "PVEFLEET_JOIN_TOKEN",
         "\\-\\-token\\-file",
+        "fence.json",
+        "\\-\\-exit\\-with\\-agent",
     ] {
         assert!(man.contains(word), "{word} missing:\n{man}");
     }

@@ -48,13 +48,30 @@ fn create_snapshot(id: &str) -> AgentCommand {
 /// Records `cmd` as started in the journal in `dir` and drops it: an agent that died while
 /// running the command.
 async fn crashed_while_running(dir: &std::path::Path, cmd: &AgentCommand) {
-    let journal = Journal::open(dir).unwrap();
+    let journal = reopen(dir);
     let begin = Stored::new(journal).begin(&cmd.id, cmd).await.unwrap();
     assert_eq!(begin, node_agent::Begin::Run);
 }
 
 fn executor(h: &Harness, dir: &std::path::Path) -> Executor {
-    Executor::new(Journal::open(dir).unwrap(), h.ops.clone())
+    Executor::new(reopen(dir), h.ops.clone())
+}
+
+/// Opens the journal in `dir` that a dropped executor held. sled lets go of its file lock
+/// when its background flusher, a thread of its own, has dropped its handle too: a reopen
+/// right after the drop may find the lock still held for a moment (a restarted agent is a
+/// new process and never sees this).
+fn reopen(dir: &std::path::Path) -> Journal {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match Journal::open(dir) {
+            Ok(journal) => return journal,
+            Err(e) if std::time::Instant::now() < deadline && e.to_string().contains("lock") => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("opening the journal in {}: {e}", dir.display()),
+        }
+    }
 }
 
 fn failure(result: &protocol::agent::CommandResult) -> &CommandFailure {

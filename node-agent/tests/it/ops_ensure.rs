@@ -78,7 +78,8 @@ async fn linked_clone_by_name_is_configured_as_the_spec_says() {
         notes::parse(&description),
         Some(notes::ManagedNotes {
             vm: "web-1".into(),
-            generation: 1
+            generation: 1,
+            ha: false,
         })
     );
     let snippets = h
@@ -320,7 +321,7 @@ async fn a_clone_left_unconfigured_by_a_crash_is_adopted() {
     // What the agent's clone leaves before its first configure: the name and the notes block.
     let opts = CloneOptions {
         name: Some("web-1".into()),
-        description: Some(notes::render_block("web-1", 1)),
+        description: Some(notes::render_block("web-1", 1, false)),
         full: Some(false),
         ..CloneOptions::default()
     };

@@ -5,10 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{Done, ReadMode};
 use crate::encoding::{self, EncodingError};
-use crate::fleet::{FleetView, FleetViewV1, Host, Member, MemberRole, Settings};
+use crate::fleet::{FleetView, FleetViewV1, Host, HostV1, Member, MemberRole, Settings};
 use crate::identity::NodeId;
 use crate::rpc::Rpc;
-use crate::version::{VIP_HOLDING, Version};
+use crate::version::{HOST_LIVENESS, VIP_HOLDING, Version};
 
 /// `pvefleet cluster status`: members, leader, term, commit/applied index, lag.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,6 +108,28 @@ pub struct HostListReply {
 impl Rpc for HostList {
     const METHOD: &'static str = "admin.host_list";
     type Response = HostListReply;
+
+    /// At v1, hosts in the v1 layout (without their state's reason).
+    fn encode_response_at(
+        response: &HostListReply,
+        version: Version,
+    ) -> Result<Vec<u8>, EncodingError> {
+        if version >= HOST_LIVENESS {
+            return encoding::encode(response);
+        }
+        let hosts: Vec<HostV1> = response.hosts.iter().map(HostV1::shown).collect();
+        encoding::encode(&hosts)
+    }
+
+    fn decode_response_at(version: Version, bytes: &[u8]) -> Result<HostListReply, EncodingError> {
+        if version >= HOST_LIVENESS {
+            return encoding::decode(bytes);
+        }
+        let hosts: Vec<HostV1> = encoding::decode(bytes)?;
+        Ok(HostListReply {
+            hosts: hosts.into_iter().map(Host::from).collect(),
+        })
+    }
 }
 
 /// Reads the cluster settings.

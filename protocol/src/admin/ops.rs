@@ -6,8 +6,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{SnapshotAction, SnapshotInfo};
+use crate::encoding::{self, EncodingError};
+use crate::fleet::HostV1;
 use crate::identity::NodeId;
 use crate::rpc::Rpc;
+use crate::version::{HOST_LIVENESS, Version};
 
 // How long the leader waits for an agent's answer to a one-shot command. The CLI adds its own
 // margin on top for routing and retries, so both sides read these.
@@ -166,7 +169,64 @@ pub struct HostStatusEntry {
     pub resources: Option<crate::agent::HostResources>,
 }
 
+/// [`HostStatusEntry`] as encoding v1 lays it out (the host without its reason).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct HostStatusEntryV1 {
+    host: HostV1,
+    vm_count: u32,
+    vcpus: u64,
+    memory_mib: u64,
+    last_seen_ms: Option<u64>,
+    resources: Option<crate::agent::HostResources>,
+}
+
 impl Rpc for HostStatus {
     const METHOD: &'static str = "admin.host_status";
     type Response = HostStatusReply;
+
+    /// At v1, hosts in the v1 layout (without their state's reason).
+    fn encode_response_at(
+        response: &HostStatusReply,
+        version: Version,
+    ) -> Result<Vec<u8>, EncodingError> {
+        if version >= HOST_LIVENESS {
+            return encoding::encode(response);
+        }
+        let hosts: Vec<HostStatusEntryV1> = response
+            .hosts
+            .iter()
+            .map(|e| HostStatusEntryV1 {
+                host: HostV1::shown(&e.host),
+                vm_count: e.vm_count,
+                vcpus: e.vcpus,
+                memory_mib: e.memory_mib,
+                last_seen_ms: e.last_seen_ms,
+                resources: e.resources.clone(),
+            })
+            .collect();
+        encoding::encode(&hosts)
+    }
+
+    fn decode_response_at(
+        version: Version,
+        bytes: &[u8],
+    ) -> Result<HostStatusReply, EncodingError> {
+        if version >= HOST_LIVENESS {
+            return encoding::decode(bytes);
+        }
+        let hosts: Vec<HostStatusEntryV1> = encoding::decode(bytes)?;
+        Ok(HostStatusReply {
+            hosts: hosts
+                .into_iter()
+                .map(|e| HostStatusEntry {
+                    host: e.host.into(),
+                    vm_count: e.vm_count,
+                    vcpus: e.vcpus,
+                    memory_mib: e.memory_mib,
+                    last_seen_ms: e.last_seen_ms,
+                    resources: e.resources,
+                })
+                .collect(),
+        })
+    }
 }

@@ -59,6 +59,9 @@ pub struct Host {
     pub registered_at: UnixMillis,
     /// When `state` last changed.
     pub state_since: UnixMillis,
+    /// Why it is in `state`, in the words of the transition's event (`no heartbeat for 3.0 s`,
+    /// `lease expired …`); empty when nothing was recorded (hosts written at encoding v1).
+    pub state_reason: String,
     /// What the host's agent last reported about its PVE node (storages, bridges, templates);
     /// `None` until its first inventory.
     pub facts: Option<HostFacts>,

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Host, IpPool, Member, Settings, TokenView, Vip, VmRecord, VmidRange};
+use super::{Host, HostV1, IpPool, Member, Settings, TokenView, Vip, VmRecord, VmidRange};
 use crate::spec::VipV1;
 
 /// Everything the fleet holds, as lists ordered by key.
@@ -29,7 +29,7 @@ pub struct FleetView {
     pub last_event_seq: u64,
 }
 
-/// [`FleetView`] as encoding v1 lays it out (its VIPs in the v1 layout).
+/// [`FleetView`] as encoding v1 lays it out (its hosts and VIPs in the v1 layout).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetViewV1 {
     /// The settings.
@@ -37,7 +37,7 @@ pub struct FleetViewV1 {
     /// Coordinator members.
     pub members: Vec<Member>,
     /// Hosts.
-    pub hosts: Vec<Host>,
+    pub hosts: Vec<HostV1>,
     /// VMs.
     pub vms: Vec<VmRecord>,
     /// IP pools.
@@ -58,7 +58,7 @@ impl FleetViewV1 {
         FleetViewV1 {
             settings: view.settings.clone(),
             members: view.members.clone(),
-            hosts: view.hosts.clone(),
+            hosts: view.hosts.iter().map(HostV1::shown).collect(),
             vms: view.vms.clone(),
             ip_pools: view.ip_pools.clone(),
             vmid_ranges: view.vmid_ranges.clone(),
@@ -74,7 +74,7 @@ impl From<FleetViewV1> for FleetView {
         FleetView {
             settings: v1.settings,
             members: v1.members,
-            hosts: v1.hosts,
+            hosts: v1.hosts.into_iter().map(Host::from).collect(),
             vms: v1.vms,
             ip_pools: v1.ip_pools,
             vmid_ranges: v1.vmid_ranges,

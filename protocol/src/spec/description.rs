@@ -103,7 +103,7 @@ mod tests {
     fn the_reserve_holds_the_largest_managed_notes_block() {
         // Mirrors node-agent's `notes::render_block` with the longest name and generation.
         let block = format!(
-            "\n\n<!-- pvefleet:managed -->\nManaged by pvefleet: vm={} generation={}\n<!-- /pvefleet:managed -->",
+            "\n\n<!-- pvefleet:managed -->\nManaged by pvefleet: vm={} generation={} ha=1\n<!-- /pvefleet:managed -->",
             "a".repeat(63),
             u64::MAX
         );

@@ -68,6 +68,7 @@ pub(super) fn initial_state(config: &SimConfig) -> Result<State, SimError> {
         vms: BTreeMap::new(),
         tasks: TaskRegistry::default(),
         rng: StdRng::seed_from_u64(config.seed),
+        ha: BTreeMap::new(),
     };
     for t in &config.templates {
         add_template(&mut st, t)?;

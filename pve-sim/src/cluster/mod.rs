@@ -19,15 +19,18 @@ mod agent;
 mod bootstrap;
 mod clock;
 mod config_keys;
+mod config_move;
 mod config_read;
 mod config_text;
 mod config_update;
 mod disks;
 mod drive;
+mod ha_resources;
 mod ids;
 mod inner;
 mod job;
 mod network;
+mod node_power;
 mod ops_clone;
 mod ops_config;
 mod ops_create;
@@ -58,9 +61,15 @@ mod tests_clone;
 #[cfg(test)]
 mod tests_config;
 #[cfg(test)]
+mod tests_config_move;
+#[cfg(test)]
+mod tests_ha_resources;
+#[cfg(test)]
 mod tests_lifecycle;
 #[cfg(test)]
 mod tests_migrate;
+#[cfg(test)]
+mod tests_power;
 #[cfg(test)]
 mod tests_reads;
 #[cfg(test)]
@@ -71,6 +80,8 @@ mod tests_support;
 use std::sync::{Arc, Mutex};
 
 use crate::faults::Faults;
+use crate::ha::{HaError, HaResource};
+use crate::node_power::NodePowerAction;
 use crate::{ApiError, Caller, Params, Reply, Route, SimConfig, SimError};
 use inner::Inner;
 
@@ -122,6 +133,8 @@ impl Cluster {
             Route::ClusterStatus => Ok(reads::cluster_status(cx)),
             Route::ClusterNextid => reads::nextid(cx, p),
             Route::ClusterTasks => Ok(task_api::cluster_tasks(cx)),
+            Route::HaResourceList => Ok(ha_resources::list(cx, p)),
+            Route::HaResourceRead => ha_resources::read(cx, p),
             Route::Nodes => Ok(reads::nodes(cx)),
             Route::NodeStatus => reads::node_status(cx, p),
             Route::VmList => vm_status::list(cx, p),
@@ -205,6 +218,33 @@ impl Cluster {
             power::mark_stopped(&mut st, vmid);
         }
         true
+    }
+
+    /// Power `node` off, on or through a reset; the VMs that stopped.
+    pub(crate) fn power_node(
+        &self,
+        node: &str,
+        action: NodePowerAction,
+    ) -> Result<Vec<u32>, ApiError> {
+        node_power::power(&self.inner, node, action)
+    }
+
+    /// Move a stopped VM's config from `from`'s directory to `to`'s (HA recovery).
+    pub(crate) fn move_vm_config(&self, vmid: u32, from: &str, to: &str) -> Result<(), ApiError> {
+        config_move::move_config(&self.inner, vmid, from, to)
+    }
+
+    /// Replace PVE's HA resources; the stored configuration.
+    pub(crate) fn set_ha_resources(
+        &self,
+        list: Vec<HaResource>,
+    ) -> Result<Vec<HaResource>, HaError> {
+        ha_resources::set(&self.inner, list)
+    }
+
+    /// PVE's HA resources, in sid order.
+    pub(crate) fn ha_resources(&self) -> Vec<HaResource> {
+        ha_resources::get(&self.inner)
     }
 
     /// Record the fingerprint of the certificate `node`'s listener serves (`/nodes` reports

@@ -1,5 +1,6 @@
 //! `DELETE /nodes/{node}/qemu/{vmid}` (`destroy_vm`): protection and running checks before the
-//! fork; in the `qmdestroy` worker the config lock, the linked-clone guard of base volumes, and
+//! fork (an HA resource without `purge` is refused; with it the resource goes too); in the
+//! `qmdestroy` worker the config lock, the linked-clone guard of base volumes, and
 //! the removal of every volume the VM owns.
 
 use std::collections::BTreeSet;
@@ -14,7 +15,7 @@ use super::vm::conf_missing;
 use crate::{ApiError, Caller, Params, Reply};
 
 /// The early checks, repeated inside the worker.
-fn early_checks(st: &State, node: &str, vmid: u32) -> Result<(), String> {
+fn early_checks(st: &State, node: &str, vmid: u32, purge: bool) -> Result<(), String> {
     let vm = st
         .vm_on(node, vmid)
         .ok_or_else(|| conf_missing(node, vmid))?;
@@ -23,6 +24,11 @@ fn early_checks(st: &State, node: &str, vmid: u32) -> Result<(), String> {
     }
     if vm.run.running {
         return Err(format!("VM {vmid} is running - destroy failed"));
+    }
+    if !purge && st.ha.contains_key(&format!("vm:{vmid}")) {
+        return Err(format!(
+            "unable to remove VM {vmid} - used in HA resources and purge parameter not set."
+        ));
     }
     Ok(())
 }
@@ -33,7 +39,7 @@ pub(super) fn destroy(cx: &Arc<Inner>, p: &Params, caller: &Caller) -> Result<Re
     let vmid = vmid(p)?;
     root_only(p, caller, &["skiplock"])?;
     let mut st = cx.state();
-    early_checks(&st, node, vmid).map_err(ApiError::internal)?;
+    early_checks(&st, node, vmid, p.flag("purge", false)).map_err(ApiError::internal)?;
     let job = DestroyJob {
         node: node.to_string(),
         vmid,
@@ -61,7 +67,7 @@ struct DestroyJob {
 impl DestroyJob {
     /// Worker checks: early checks, config lock (`suspended` allowed), base volumes in use.
     fn check(&self, st: &State) -> Result<(), String> {
-        early_checks(st, &self.node, self.vmid)?;
+        early_checks(st, &self.node, self.vmid, self.purge)?;
         let vm = st
             .vm_on(&self.node, self.vmid)
             .ok_or_else(|| conf_missing(&self.node, self.vmid))?;
@@ -150,6 +156,11 @@ impl Job for DestroyJob {
         if self.purge {
             cx.log
                 .line(format!("purging VM {vmid} from related configurations.."));
+            if cx.st.ha.remove(&format!("vm:{vmid}")).is_some() {
+                cx.log.line(format!(
+                    "NOTE: removed VM {vmid} from HA resource configuration."
+                ));
+            }
         }
         cx.st.vms.remove(&vmid);
         Ok(())

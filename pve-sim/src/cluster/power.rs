@@ -1,6 +1,6 @@
 //! What starting and stopping does to a VM, shared by start, reboot, resume from disk, create
 //! with `start=1` and rollback: `vm_start`'s checks (template, lock, already running), applying
-//! `[PENDING]`, the cloud-init snippet and bridge checks, and the process state.
+//! `[PENDING]`, the cloud-init snippet, volume and bridge checks, and the process state.
 
 use std::time::Instant;
 
@@ -73,6 +73,7 @@ pub(super) fn prepare_start(
     {
         log.line("generating cloud-init ISO");
     }
+    activate_volumes(st, node, vmid)?;
     let bridges = st.node(node).map(|n| n.bridges.clone()).unwrap_or_default();
     for (key, value) in &vm.conf.main {
         if super::drive::net_index(key).is_none() {
@@ -82,6 +83,38 @@ pub(super) fn prepare_start(
             && !bridges.iter().any(|b| b == bridge)
         {
             return Err(format!("bridge '{bridge}' does not exist"));
+        }
+    }
+    Ok(())
+}
+
+/// Volume group of `lvmthin` storages (PVE's default `local-lvm` uses `pve`).
+const THIN_VG: &str = "pve";
+
+/// `activate_volumes` of the VM's disks on `node`: the storage must be available there
+/// (`storage_check_enabled`) and the volume must exist in the pool `node` sees, which fails for
+/// a disk on storage local to another node (a config moved away from a fenced node).
+/// CD-ROMs are not simulated as files and a missing cloud-init drive is regenerated, so both
+/// are skipped.
+fn activate_volumes(st: &State, node: &str, vmid: u32) -> Result<(), String> {
+    let Some(vm) = st.vm_on(node, vmid) else {
+        return Err(conf_missing(node, vmid));
+    };
+    for (_, drive) in super::vm::drives(&vm.conf.main) {
+        if drive.is_cdrom() || drive.is_cloudinit() {
+            continue;
+        }
+        let Some((storage, volname)) = drive.volid() else {
+            continue;
+        };
+        let scfg = st.storages.check_enabled(storage, node)?;
+        if st.storages.find(&drive.file, node).is_none() {
+            // LvmThinPlugin's `$activate_lv`; every other plugin has Plugin.pm's text.
+            return Err(if scfg.kind == "lvmthin" {
+                format!("no such logical volume {THIN_VG}/{volname}")
+            } else {
+                format!("volume '{}' does not exist", drive.file)
+            });
         }
     }
     Ok(())

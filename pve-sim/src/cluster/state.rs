@@ -11,6 +11,7 @@ use super::tasks::TaskRegistry;
 use super::vm::{Vm, conf_missing};
 use super::volumes::Storages;
 use crate::ApiError;
+use crate::ha::HaResource;
 
 /// One node.
 #[derive(Debug, Clone)]
@@ -76,6 +77,8 @@ pub(super) struct State {
     pub(super) vms: BTreeMap<u32, Vm>,
     pub(super) tasks: TaskRegistry,
     pub(super) rng: StdRng,
+    /// PVE's HA resources (`/etc/pve/ha/resources.cfg`) by sid (`vm:100`).
+    pub(super) ha: BTreeMap<String, HaResource>,
 }
 
 impl State {

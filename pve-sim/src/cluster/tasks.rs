@@ -163,6 +163,15 @@ impl Task {
         });
     }
 
+    /// The worker died with its host: no final log line, so `read_status` reports
+    /// `unexpected status`.
+    pub(super) fn lost(&mut self, endtime: i64) {
+        self.end = Some(TaskEnd {
+            endtime,
+            exitstatus: "unexpected status".into(),
+        });
+    }
+
     /// `GET .../tasks/{upid}/status`.
     pub(super) fn status_json(&self) -> Value {
         let mut o = self.upid.base_json(&self.upid_text);

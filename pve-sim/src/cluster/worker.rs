@@ -2,7 +2,8 @@
 //! once (the worker's first checks, locks taken), then the task "works" for its scaled duration
 //! and `finish` applies the effect; failures, injected task faults and interrupts call `abort`
 //! to undo what `begin` did. With a time scale of 0 the whole task completes before the API call
-//! returns. A dead node makes no progress on its tasks until it is back.
+//! returns. A dead node makes no progress on its tasks until it is back; a node that boots
+//! again has lost them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -137,6 +138,24 @@ impl Inner {
         if let Some(task) = st.tasks.get_mut(upid) {
             task.log = log;
             task.finish(Err("received interrupt".into()), now_unix());
+        }
+    }
+
+    /// The node running these tasks went down hard: its workers are gone without finishing
+    /// or cleaning up (locks they set stay), as after a power loss.
+    pub(super) fn lose_tasks_of(&self, st: &mut State, node: &str) {
+        let lost: Vec<String> = st
+            .tasks
+            .iter()
+            .filter(|t| t.end.is_none() && t.upid.node == node)
+            .map(|t| t.upid_text.clone())
+            .collect();
+        let now = now_unix();
+        for upid in lost {
+            self.jobs().remove(&upid);
+            if let Some(task) = st.tasks.get_mut(&upid) {
+                task.lost(now);
+            }
         }
     }
 

@@ -250,6 +250,9 @@ fn verify(name: &str, v: &str) -> Result<(), String> {
         "pve-qm-bootdev" => check(is_boot_device(v), || format!("invalid boot device '{v}'")),
         "pve-hotplug-features" => verify_hotplug(v),
         "storage-pair" => verify_storage_pair(v),
+        "pve-ha-resource-or-vm-id" => check(full_match("([a-z]+:\\S+|\\d+)", v), || {
+            "value does not look like a valid ha resource id".into()
+        }),
         _ => Ok(()),
     }
 }
@@ -348,6 +351,13 @@ mod tests {
                 "pve-configid",
                 "1st",
                 Some("invalid configuration ID '1st'\n"),
+            ),
+            ("pve-ha-resource-or-vm-id", "vm:100", None),
+            ("pve-ha-resource-or-vm-id", "100", None),
+            (
+                "pve-ha-resource-or-vm-id",
+                "VM:100",
+                Some("value does not look like a valid ha resource id\n"),
             ),
             ("pve-storage-id", "local-lvm", None),
             (

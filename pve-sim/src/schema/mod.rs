@@ -24,8 +24,10 @@ use serde_json::{Map, Value};
 use crate::api::Params;
 use crate::route::HttpMethod;
 
-/// The embedded schema text (43 methods of PVE 9.1).
+/// The embedded schema text: the 43 methods of PVE 9.1 the fleet uses.
 const EMBEDDED: &str = include_str!("../../schema/endpoints-9.1.json");
+/// The methods the simulator serves only for testbeds (PVE's HA resources), same format.
+const TESTBED: &str = include_str!("../../schema/testbed-9.1.json");
 
 /// Why a schema document could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -91,9 +93,9 @@ impl Schema {
     pub fn embedded() -> &'static Schema {
         static SCHEMA: OnceLock<Schema> = OnceLock::new();
         SCHEMA.get_or_init(|| {
-            // The embedded file is checked by this module's tests; an unparsable copy would
+            // The embedded files are checked by this module's tests; an unparsable copy would
             // leave the simulator without methods (every request 501) rather than panic.
-            Schema::from_json(EMBEDDED).unwrap_or(Schema {
+            Schema::from_documents(&[EMBEDDED, TESTBED]).unwrap_or(Schema {
                 methods: BTreeMap::new(),
                 paths: Vec::new(),
             })
@@ -102,17 +104,24 @@ impl Schema {
 
     /// Parse a schema document: the full tree (`[{path, info, children}]`) or a flat list.
     pub fn from_json(text: &str) -> Result<Schema, SchemaError> {
-        let root: Value =
-            serde_json::from_str(text).map_err(|e| SchemaError::Json(e.to_string()))?;
-        let Value::Array(nodes) = root else {
-            return Err(SchemaError::Shape("top level is not an array".into()));
-        };
+        Self::from_documents(&[text])
+    }
+
+    /// One schema from several documents (each as [`Schema::from_json`] takes it).
+    fn from_documents(texts: &[&str]) -> Result<Schema, SchemaError> {
         let mut schema = Schema {
             methods: BTreeMap::new(),
             paths: Vec::new(),
         };
-        for node in &nodes {
-            schema.add_node(node)?;
+        for text in texts {
+            let root: Value =
+                serde_json::from_str(text).map_err(|e| SchemaError::Json(e.to_string()))?;
+            let Value::Array(nodes) = root else {
+                return Err(SchemaError::Shape("top level is not an array".into()));
+            };
+            for node in &nodes {
+                schema.add_node(node)?;
+            }
         }
         Ok(schema)
     }

@@ -5,6 +5,16 @@
 //! - `GET /_sim/faults` → the [`FaultSettings`]; `PUT /_sim/faults` with a `FaultSettings`
 //!   JSON body replaces them.
 //! - `POST /_sim/vm/{vmid}/power` with `{"running": bool}` powers a VM on/off behind the API.
+//! - `POST /_sim/nodes/{node}/power` with `{"action": "off" | "on" | "reset"}` powers a host
+//!   ([`crate::node_power`]) → `{"node", "action", "online": bool, "stopped": [vmid, ...]}`
+//!   (the VMs that were running on it); unknown node 404, unknown action 400. A node that is
+//!   off does not answer, so power it on through another node's listener.
+//! - `POST /_sim/pmxcfs/move-config` with `{"vmid": u32, "from": node, "to": node}` moves a
+//!   stopped VM's config between node directories, as pve-ha-manager does for a fenced node
+//!   → `{"vmid", "node": to}`; unknown node or config not on `from` 404, running VM 409.
+//! - `PUT /_sim/ha/resources` with a JSON list of [`HaResource`] (`[{"sid": "vm:100",
+//!   "state": "started", "max_restart": 1, ...}]`) replaces PVE's HA resources → the list as
+//!   stored (full sids, `type` filled in); a refused list is a 400 with PVE's text.
 //! - `PUT /_sim/snippets/{node}/{storage}/{filename}` stores the body as a snippet file.
 
 use hyper::body::Incoming;
@@ -16,6 +26,8 @@ use super::body::{OneChunk, read_body};
 use super::response::respond;
 use crate::auth::{Credentials, Principal};
 use crate::faults::FaultSettings;
+use crate::ha::HaResource;
+use crate::node_power::NodePowerAction;
 use crate::route::HttpMethod;
 use crate::sim::{Sim, unix_now};
 
@@ -43,6 +55,62 @@ fn fail(status: u16, message: &str) -> Response<OneChunk> {
 #[serde(deny_unknown_fields)]
 struct Power {
     running: bool,
+}
+
+/// The body of `POST /_sim/nodes/{node}/power` (the action parsed on its own, so an unknown
+/// one is named with the allowed values).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodePower {
+    action: String,
+}
+
+/// The body of `POST /_sim/pmxcfs/move-config`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MoveConfig {
+    vmid: u32,
+    from: String,
+    to: String,
+}
+
+fn node_power(sim: &Sim, node: &str, body: &[u8]) -> Response<OneChunk> {
+    let action = match serde_json::from_slice::<NodePower>(body) {
+        Ok(p) => match p.action.parse::<NodePowerAction>() {
+            Ok(a) => a,
+            Err(e) => return fail(400, &e.to_string()),
+        },
+        Err(e) => return fail(400, &format!("invalid node power request: {e}")),
+    };
+    match sim.power_node(node, action) {
+        Ok(stopped) => ok(json!({
+            "node": node,
+            "action": action.as_str(),
+            "online": !sim.faults().node_down(node),
+            "stopped": stopped,
+        })),
+        Err(e) => fail(e.status, &e.message),
+    }
+}
+
+fn move_config(sim: &Sim, body: &[u8]) -> Response<OneChunk> {
+    match serde_json::from_slice::<MoveConfig>(body) {
+        Ok(m) => match sim.move_vm_config(m.vmid, &m.from, &m.to) {
+            Ok(()) => ok(json!({ "vmid": m.vmid, "node": m.to })),
+            Err(e) => fail(e.status, &e.message),
+        },
+        Err(e) => fail(400, &format!("invalid move-config request: {e}")),
+    }
+}
+
+fn ha_resources(sim: &Sim, body: &[u8]) -> Response<OneChunk> {
+    match serde_json::from_slice::<Vec<HaResource>>(body) {
+        Ok(list) => match sim.set_ha_resources(list) {
+            Ok(stored) => ok(serde_json::to_value(stored).unwrap_or(Value::Null)),
+            Err(e) => fail(e.status, &e.message),
+        },
+        Err(e) => fail(400, &format!("invalid HA resources: {e}")),
+    }
 }
 
 /// Answer one `/_sim/...` request.
@@ -104,6 +172,9 @@ pub(crate) async fn handle(sim: &Sim, req: Request<Incoming>) -> Response<OneChu
                 Err(e) => fail(400, &format!("invalid power request: {e}")),
             }
         }
+        (HttpMethod::Post, ["_sim", "nodes", node, "power"]) => node_power(sim, node, &body),
+        (HttpMethod::Post, ["_sim", "pmxcfs", "move-config"]) => move_config(sim, &body),
+        (HttpMethod::Put, ["_sim", "ha", "resources"]) => ha_resources(sim, &body),
         (HttpMethod::Put, ["_sim", "snippets", node, storage, filename]) => {
             let content = String::from_utf8_lossy(&body);
             match sim.write_snippet(node, storage, filename, &content) {

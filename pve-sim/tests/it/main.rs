@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
 mod common;
+mod host_failure;
 mod http_edge;
 mod pve_sim_binary;
 mod pvesh_shim;

@@ -220,8 +220,16 @@ async fn the_error_rate_fault_has_no_effect() {
 #[tokio::test]
 async fn answers_of_the_read_methods_conform_to_the_schema() {
     let s = sim();
+    s.set_ha_resources(vec![pve_sim::ha::HaResource {
+        sid: "vm:9000".into(),
+        state: Some(pve_sim::ha::HaState::Stopped),
+        ..Default::default()
+    }])
+    .unwrap();
     let schema = Schema::embedded();
     let reads = [
+        (Route::HaResourceList, "/cluster/ha/resources"),
+        (Route::HaResourceRead, "/cluster/ha/resources/vm:9000"),
         (Route::Version, "/version"),
         (Route::ClusterResources, "/cluster/resources"),
         (Route::ClusterStatus, "/cluster/status"),

@@ -12,6 +12,7 @@ mod coordinator_cluster;
 mod examples;
 mod fleet_e2e;
 mod golden;
+mod host_failure;
 mod launcher;
 mod proxmoxer;
 mod schema_conformance;

@@ -12,8 +12,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
 use pvefleet_tests::units::{
-    AGENT_UNIT, COORDINATOR_UNIT, PVESH_DROPIN, security, security_with_dropin, systemd_file,
-    unit_values, verify, workspace_root,
+    AGENT_UNIT, COORDINATOR_UNIT, GUARD_UNIT, PVESH_DROPIN, security, security_with_dropin,
+    systemd_file, unit_values, verify, workspace_root,
 };
 
 const AGENT_MAX_EXPOSURE: f64 = 2.5;
@@ -25,7 +25,7 @@ fn unit_text(unit: &str) -> String {
 
 #[test]
 fn both_units_pass_systemd_analyze_verify_with_their_daemons_installed() {
-    for unit in [AGENT_UNIT, COORDINATOR_UNIT] {
+    for unit in [AGENT_UNIT, COORDINATOR_UNIT, GUARD_UNIT] {
         let report = verify(unit, None);
         assert!(
             report.is_clean(),
@@ -84,6 +84,51 @@ fn exposure_scores_stay_below_their_thresholds() {
     ] {
         assert!(!granted(&agent, check), "{AGENT_UNIT}: {check}");
         assert!(!granted(&coordinator, check), "{COORDINATOR_UNIT}: {check}");
+    }
+}
+
+/// The fence guard resets the host (reboot(2), CAP_SYS_BOOT) and needs nothing else: no
+/// network, no other capability, below the agent's threshold.
+#[test]
+fn the_guard_unit_may_reboot_and_nothing_more() {
+    let guard = security(GUARD_UNIT);
+    println!("{}", guard.table);
+    assert!(
+        guard.exposure < AGENT_MAX_EXPOSURE,
+        "{GUARD_UNIT}: {}",
+        guard.exposure
+    );
+    let granted = |check: &str| {
+        guard
+            .check(check)
+            .unwrap_or_else(|| panic!("no {check} in:\n{}", guard.table))
+            .starts_with('✗')
+    };
+    assert!(granted("CapabilityBoundingSet=~CAP_SYS_BOOT"));
+    for check in [
+        "CapabilityBoundingSet=~CAP_SYS_ADMIN",
+        "CapabilityBoundingSet=~CAP_NET_ADMIN",
+        "CapabilityBoundingSet=~CAP_KILL",
+        "RestrictAddressFamilies=~AF_(INET|INET6)",
+        "RestrictAddressFamilies=~AF_NETLINK",
+        "ProtectSystem=",
+        "PrivateDevices=",
+        "SystemCallFilter=~@mount",
+    ] {
+        assert!(!granted(check), "{GUARD_UNIT}: {check}");
+    }
+    let text = unit_text(GUARD_UNIT);
+    let values = |key: &str| unit_values(&text, key);
+    assert_eq!(values("ExecStart"), ["/usr/bin/pvefleet-agent fence-guard"]);
+    assert_eq!(values("Restart"), ["always"]);
+    assert_eq!(values("RestartSec"), ["1"]);
+    assert_eq!(values("CapabilityBoundingSet"), ["CAP_SYS_BOOT"]);
+    assert_eq!(values("ReadWritePaths"), ["/var/lib/pvefleet/agent"]);
+    // Starting the agent starts its guard; nothing binds the guard's life to the agent's.
+    let agent = unit_text(AGENT_UNIT);
+    assert!(unit_values(&agent, "Wants").contains(&"pvefleet-agent-guard.service"));
+    for key in ["BindsTo", "PartOf", "Requisite"] {
+        assert!(values(key).is_empty(), "{GUARD_UNIT}: {key}=");
     }
 }
 
@@ -204,6 +249,7 @@ fn the_package_metadata_ships_what_the_units_name() {
     let units = deb["systemd-units"].as_array().unwrap();
     for (unit, daemon, dir, enabled) in [
         (AGENT_UNIT, "pvefleet-agent", "agent", true),
+        (GUARD_UNIT, "pvefleet-agent", "agent", true),
         (
             COORDINATOR_UNIT,
             "pvefleet-coordinator",

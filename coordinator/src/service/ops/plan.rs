@@ -6,7 +6,7 @@
 use protocol::NodeId;
 use protocol::admin::{HostStatusEntry, PlacementScores, PlacementVerdict, VmExplainReply};
 use protocol::agent::{CommandFailure, FailureKind, SnapshotAction};
-use protocol::fleet::{UnixMillis, VmRecord};
+use protocol::fleet::{HostState, UnixMillis, VmRecord};
 use protocol::spec::{DesiredState, VmSpec};
 use transport::{RemoteCode, RemoteError};
 
@@ -322,6 +322,20 @@ pub(crate) fn host_entries(s: &FleetState) -> Vec<HostStatusEntry> {
             entry
         })
         .collect()
+}
+
+/// A host silent for longer than its lease is never shown online, even before the host watch
+/// committed it unreachable (it waits for a quorum): the entry says what the leader sees.
+pub(crate) fn never_online_when_silent(entry: &mut HostStatusEntry, lease_ms: u64) {
+    if let Some(silent) = entry.last_seen_ms.filter(|&ms| ms > lease_ms)
+        && matches!(entry.host.state, HostState::Online | HostState::Joining)
+    {
+        entry.host.state = HostState::Unreachable;
+        entry.host.state_reason = format!(
+            "no heartbeat for {} s, longer than its lease (not recorded yet)",
+            silent / 1000
+        );
+    }
 }
 
 fn on_host(vm: &VmRecord, host: NodeId) -> bool {

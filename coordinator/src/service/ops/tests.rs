@@ -401,3 +401,27 @@ fn host_usage_counts_the_vms_assigned_to_each_host() {
             .all(|e| e.last_seen_ms.is_none() && e.resources.is_none())
     );
 }
+
+#[test]
+fn a_host_silent_longer_than_its_lease_is_never_shown_online() {
+    let s = fleet();
+    let entries = plan::host_entries(&s);
+    // (state, last seen, shown state)
+    let table = [
+        (HostState::Online, Some(9_999), HostState::Online),
+        (HostState::Online, Some(10_001), HostState::Unreachable),
+        (HostState::Online, None, HostState::Online),
+        (HostState::Fenced, Some(60_000), HostState::Fenced),
+        (HostState::Maintenance, Some(60_000), HostState::Maintenance),
+    ];
+    for (state, seen, shown) in table {
+        let mut e = entries[0].clone();
+        e.host.state = state;
+        e.last_seen_ms = seen;
+        plan::never_online_when_silent(&mut e, 10_000);
+        assert_eq!(e.host.state, shown, "{state} seen {seen:?}");
+        if shown != state {
+            assert!(e.host.state_reason.contains("longer than its lease"));
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The leader's host watch (docs/design/fencing.md): every tick, while this member leads, it
+//! decides from what this leadership heard of each agent (`fleet::liveness::plan`) which hosts
+//! became unreachable and which are proven fenced, and commits each change as
+//! `SetHostLiveness`, a compare-and-set on the host's state. A host that beats again is set
+//! back online by the heartbeat itself (`service::agent`).
+//!
+//! ```text
+//!  tick ─▶ leading? (new term: confirm the quorum and catch up first)
+//!       ─▶ plan(hosts, sightings since this leadership, now) ─▶ SetHostLiveness ─▶ Raft
+//! ```
+//!
+//! A member that cannot commit (no quorum) changes nothing: a minority never fences anyone.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleet::liveness::{LivenessConfig, Transition, plan};
+use fleet::state::Command;
+use protocol::fleet::HostState;
+use protocol::time::Now;
+use protocol::version::HOST_LIVENESS;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
+
+use crate::service::Ctx;
+
+/// How often the leader looks: a tenth of the agents' default beat, so a fence is committed
+/// within this of the proof holding.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The host watch of one member (it acts only while the member leads).
+pub(crate) struct HostWatch {
+    ctx: Arc<Ctx>,
+    cfg: LivenessConfig,
+}
+
+impl HostWatch {
+    /// The watch over the member's shared context, with the timing of its control config.
+    pub(crate) fn new(ctx: Arc<Ctx>) -> HostWatch {
+        let cfg = ctx.control.config().liveness();
+        HostWatch { ctx, cfg }
+    }
+
+    /// Runs until `shutdown`.
+    pub(crate) async fn run(self, shutdown: CancellationToken) {
+        let mut ticker = tokio::time::interval(TICK);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut caught_up: Option<u64> = None;
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                _ = ticker.tick() => {}
+            }
+            let Some(term) = self.ctx.leading_term() else {
+                caught_up = None;
+                continue;
+            };
+            // The control plane's leadership clock starts with the first request it serves
+            // in a term; start it here too, so silence is counted from this election.
+            self.ctx.control.sync_leadership(Some(term));
+            if caught_up != Some(term) {
+                // A new leader may not have applied what its predecessor committed.
+                if self.ctx.confirm_linearizable().await.is_err() {
+                    continue;
+                }
+                caught_up = Some(term);
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = self.step() => {}
+            }
+        }
+    }
+
+    async fn step(&self) {
+        let Some((seen, watch)) = self.ctx.control.sightings() else {
+            return;
+        };
+        let planned = self.ctx.read_local(|state| {
+            (
+                plan(state.hosts(), &seen, watch, &self.cfg),
+                state.cluster_version() >= HOST_LIVENESS,
+            )
+        });
+        let (transitions, with_reason) = match planned {
+            Ok(planned) => planned,
+            Err(e) => {
+                tracing::warn!(error = %e, "host watch: cannot read the state");
+                return;
+            }
+        };
+        for t in transitions {
+            self.commit(&t, with_reason).await;
+        }
+    }
+
+    /// Commits one transition: `SetHostLiveness` (with its reason) once the cluster reads v2.
+    /// Before, only `unreachable` is committed (as `SetHostState`): without the
+    /// compare-and-set, a fence decided just before a beat renewed the lease could land after
+    /// it, so no host is fenced (and nothing recovered) until the cluster reads v2.
+    async fn commit(&self, t: &Transition, with_reason: bool) {
+        let now = Now::read().millis;
+        let cmd = if with_reason {
+            Command::SetHostLiveness {
+                id: t.host,
+                expected: t.expected,
+                state: t.to,
+                reason: t.reason.clone(),
+                now,
+            }
+        } else if t.to == HostState::Unreachable {
+            Command::SetHostState {
+                id: t.host,
+                state: t.to,
+                now,
+            }
+        } else {
+            return;
+        };
+        match self.ctx.propose_raw(&cmd).await {
+            Ok(Ok(_)) => {
+                if t.to == HostState::Fenced {
+                    tracing::warn!(host = t.host, reason = %t.reason, "host fenced");
+                } else {
+                    tracing::warn!(host = t.host, state = %t.to, reason = %t.reason, "host state");
+                }
+                self.ctx.control.wake();
+            }
+            Ok(Err(refusal)) => {
+                tracing::debug!(host = t.host, error = %refusal, "host watch: change refused");
+            }
+            Err(e) => tracing::debug!(host = t.host, error = %e, "host watch: not proposed"),
+        }
+    }
+}
