@@ -19,9 +19,9 @@ use fleet::state::Command;
 use protocol::fleet::HostState;
 use protocol::time::Now;
 use protocol::version::HOST_LIVENESS;
-use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
+use crate::leader_ticks::LeaderTicks;
 use crate::service::Ctx;
 
 /// How often the leader looks: a tenth of the agents' default beat, so a fence is committed
@@ -43,28 +43,9 @@ impl HostWatch {
 
     /// Runs until `shutdown`.
     pub(crate) async fn run(self, shutdown: CancellationToken) {
-        let mut ticker = tokio::time::interval(TICK);
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let mut caught_up: Option<u64> = None;
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                _ = ticker.tick() => {}
-            }
-            let Some(term) = self.ctx.leading_term() else {
-                caught_up = None;
-                continue;
-            };
-            // The control plane's leadership clock starts with the first request it serves
-            // in a term; start it here too, so silence is counted from this election.
-            self.ctx.control.sync_leadership(Some(term));
-            if caught_up != Some(term) {
-                // A new leader may not have applied what its predecessor committed.
-                if self.ctx.confirm_linearizable().await.is_err() {
-                    continue;
-                }
-                caught_up = Some(term);
-            }
+        // Synced at each tick: silence is counted from (just after) this election.
+        let mut ticks = LeaderTicks::new(TICK, false, "host watch");
+        while ticks.next(&self.ctx, &shutdown).await.is_some() {
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 () = self.step() => {}

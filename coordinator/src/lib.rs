@@ -15,6 +15,7 @@ pub mod error;
 mod forward;
 mod gate;
 mod host_watch;
+mod leader_ticks;
 mod http;
 mod machine;
 pub mod node;

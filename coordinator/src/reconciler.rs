@@ -14,10 +14,10 @@
 use std::sync::Arc;
 
 use tokio::task::JoinSet;
-use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 use crate::control::{Arrived, Control};
+use crate::leader_ticks::LeaderTicks;
 use crate::service::Ctx;
 use fleet::reconcile::status::{allocation_failed, on_result};
 use fleet::reconcile::{Action, Backoff, Clock, plan};
@@ -39,31 +39,9 @@ impl Reconciler {
 
     /// Runs until `shutdown`.
     pub(crate) async fn run(self, shutdown: CancellationToken) {
-        let control = Arc::clone(&self.ctx.control);
-        let mut ticker = tokio::time::interval(control.config().tick);
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let mut caught_up: Option<u64> = None;
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                _ = ticker.tick() => {}
-                () = control.woken() => {}
-            }
-            let term = self.ctx.leading_term();
-            control.sync_leadership(term);
-            let Some(term) = term else {
-                caught_up = None;
-                continue;
-            };
-            if caught_up != Some(term) {
-                // A new leader may not have applied everything its predecessor committed:
-                // plans over a stale state would repeat work already done.
-                if let Err(e) = self.ctx.confirm_linearizable().await {
-                    tracing::debug!(error = %e, "reconciler: leadership not confirmed yet");
-                    continue;
-                }
-                caught_up = Some(term);
-            }
+        let period = self.ctx.control.config().tick;
+        let mut ticks = LeaderTicks::new(period, true, "reconciler");
+        while let Some(term) = ticks.next(&self.ctx, &shutdown).await {
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 () = self.step(term) => {}

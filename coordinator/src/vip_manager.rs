@@ -16,9 +16,9 @@ use std::time::Duration;
 use fleet::state::Command;
 use fleet::vip::manage::{ManageConfig, plan, standbys};
 use protocol::time::Now;
-use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
+use crate::leader_ticks::LeaderTicks;
 use crate::service::Ctx;
 
 /// How often the leader plans: a quarter of a renewal interval, so a lost owner is replaced
@@ -42,26 +42,8 @@ impl VipManager {
 
     /// Runs until `shutdown`.
     pub(crate) async fn run(self, shutdown: CancellationToken) {
-        let mut ticker = tokio::time::interval(TICK);
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let mut caught_up: Option<u64> = None;
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                _ = ticker.tick() => {}
-            }
-            let Some(term) = self.ctx.leading_term() else {
-                caught_up = None;
-                continue;
-            };
-            if caught_up != Some(term) {
-                // A new leader may not have applied what its predecessor committed: moves
-                // planned on an older epoch would only be refused.
-                if self.ctx.confirm_linearizable().await.is_err() {
-                    continue;
-                }
-                caught_up = Some(term);
-            }
+        let mut ticks = LeaderTicks::new(TICK, false, "vip manager");
+        while ticks.next(&self.ctx, &shutdown).await.is_some() {
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 () = self.step() => {}
