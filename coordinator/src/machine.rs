@@ -94,10 +94,7 @@ mod tests {
         apply(
             &mut other,
             2,
-            &Command::PutVm {
-                spec: Box::new(VmSpec::new("extra", 512)),
-                now: 2,
-            },
+            &Command::apply_vm(VmSpec::new("extra", 512), 2),
         );
         let snapshot = Machine::snapshot(&source).unwrap();
         Machine::restore(&mut other, &snapshot).unwrap();

@@ -155,19 +155,10 @@ mod tests {
         let mut spec = VmSpec::new("web", 2048);
         spec.cores = 2;
         spec.sockets = 2;
+        run(&mut state, Command::apply_vm(spec, 3));
         run(
             &mut state,
-            Command::PutVm {
-                spec: Box::new(spec),
-                now: 3,
-            },
-        );
-        run(
-            &mut state,
-            Command::PutVm {
-                spec: Box::new(VmSpec::new("unplaced", 512)),
-                now: 3,
-            },
+            Command::apply_vm(VmSpec::new("unplaced", 512), 3),
         );
         run(
             &mut state,

@@ -27,6 +27,7 @@ use protocol::agent::{
 
 use crate::error::JournalError;
 use crate::journal::{Begin, Journal, MAX_COMMAND_ID_LEN};
+use crate::journaled::Journaled;
 use crate::ops::VmOps;
 use crate::typed::TypedJournal;
 
@@ -41,7 +42,8 @@ const PRUNE_EVERY: u64 = 500;
 /// Runs commands on this host.
 #[derive(Debug, Clone)]
 pub struct Executor {
-    journal: TypedJournal<AgentCommand, Outcome>,
+    /// Commands fingerprinted in the oldest layout that carries them (see `journaled`).
+    journal: TypedJournal<Journaled, Outcome>,
     ops: VmOps,
     recorded: Arc<AtomicU64>,
 }
@@ -181,7 +183,7 @@ impl Executor {
                 ),
             ));
         }
-        let begin = match self.journal.begin(id, cmd).await {
+        let begin = match self.journal.begin(id, &Journaled::of(cmd)).await {
             Ok(b) => b,
             Err(e) => return Err(journal_failure(id, &e)),
         };

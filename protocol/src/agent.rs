@@ -15,6 +15,7 @@
 //! A follower answers a heartbeat with `NotLeader` and the leader's address; the agent follows.
 
 mod command;
+mod command_v1;
 mod inventory;
 mod session;
 mod vip;
@@ -23,10 +24,11 @@ pub use command::{
     AgentCommand, CommandFailure, CommandOutput, CommandResult, DeleteVm, EnsureVm, FailureKind,
     Op, PowerAction, PowerOp, SnapshotAction, SnapshotInfo, SnapshotOp, VmObservation,
 };
+pub use command_v1::{AgentCommandV1, EnsureVmV1, OpV1};
 pub use inventory::{
     DiskUsage, HostResources, Inventory, ObservedVm, PveNodeInfo, StorageInfo, TemplateInfo,
 };
-pub use session::{Heartbeat, HeartbeatAck};
+pub use session::{Heartbeat, HeartbeatAck, HeartbeatAckV1};
 pub use vip::{
     VipCandidacy, VipClaim, VipMember, VipRelease, VipReleased, VipRenew, VipRenewReply, VipReport,
     VipVouch, held_until, majority,

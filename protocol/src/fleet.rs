@@ -18,6 +18,7 @@ mod host_v1;
 mod token;
 mod view;
 mod vm;
+mod vm_v1;
 
 pub use admin::{AdminRecord, validate_admin_name};
 pub use alloc::{AllocationOwner, IpAllocation, IpPool, Vip, VmidAllocation, VmidRange};
@@ -30,6 +31,7 @@ pub use host_v1::HostV1;
 pub use token::{StoredToken, TokenRefusal, TokenView, validate_token_record};
 pub use view::{FleetView, FleetViewV1};
 pub use vm::{Assignment, Condition, ConditionKind, NicAddress, VmPhase, VmRecord, VmStatus};
+pub use vm_v1::VmRecordV1;
 
 /// A point in time: milliseconds since the Unix epoch (UTC).
 pub type UnixMillis = u64;

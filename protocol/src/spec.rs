@@ -21,6 +21,9 @@
 mod cidr;
 mod description;
 mod file;
+mod ha;
+#[cfg(test)]
+mod ha_tests;
 mod infra;
 mod labels;
 pub(crate) mod rules;
@@ -28,6 +31,7 @@ pub(crate) mod validate;
 mod vip_check;
 mod vip_v1;
 mod vm_parts;
+mod vm_v1;
 
 #[cfg(test)]
 mod infra_tests;
@@ -41,6 +45,9 @@ pub use description::{
     DESCRIPTION_MAX_CHARS, DESCRIPTION_RESERVED_CHARS, PVE_DESCRIPTION_MAX_CHARS,
 };
 pub use file::{FleetSpecFile, SpecFileError, VmSpecFile, parse_fleet_file, parse_vm_file};
+pub use ha::{
+    DEFAULT_MAX_RELOCATE, DEFAULT_MAX_RESTART, HaSpec, HaState, MAX_HA_TRIES, RecoveryMode,
+};
 pub use infra::{
     DEFAULT_PREEMPT_DELAY_SECS, IpPoolSpec, MAX_VIP_CHECKS, PoolBounds, VipSpec, VmidRangeSpec,
     validate_ip_owner, validate_ip_pool, validate_vip, validate_vmid_range,
@@ -53,6 +60,7 @@ pub use vm_parts::{
     Bios, CloneMode, CloudInitSpec, DesiredState, DiskCache, DiskOptions, DiskSpec, NicIp,
     NicModel, NicSpec, OsType, Placement, RestartPolicy, ScsiController, TemplateSpec,
 };
+pub use vm_v1::VmSpecV1;
 
 /// One VM as the operator wants it. The name is the VM's identity in the fleet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,9 +132,11 @@ pub struct VmSpec {
     /// Where the VM may be placed.
     #[serde(default)]
     pub placement: Placement,
-    /// Recover the VM on another host when its host is lost (after fencing).
+    /// PVE HA's settings: whether the fleet's HA manages the VM (fenced with its host,
+    /// recovered elsewhere), its request, retry limits and recovery mode. Spec files take
+    /// `ha = true` (started, PVE's defaults), `ha = false` or a `[vm.ha]` table ([`HaSpec`]).
     #[serde(default)]
-    pub ha: bool,
+    pub ha: HaSpec,
     /// The VMID range to allocate from; absent = the fleet's default range.
     #[serde(default)]
     pub vmid_range: Option<String>,
@@ -162,7 +172,7 @@ impl VmSpec {
             state: DesiredState::default(),
             restart: RestartPolicy::default(),
             placement: Placement::default(),
-            ha: false,
+            ha: HaSpec::none(),
             vmid_range: None,
         }
     }

@@ -30,8 +30,9 @@ pub const OLDEST: Version = Version(1);
 /// - v1: the first versioned release (`tests/upgrade-pin`).
 /// - v2: operator identities (the admin commands and records, `EventKind::Admin`) and VIP
 ///   holding (the lease's `agent.vip_renew`/`agent.vip_release`, `admin.vip_status|move`,
-///   `MoveVip`, `ApplyVip`, the VIP spec's labels, preemption and checks), and host liveness
-///   (`SetHostLiveness`, a host's `state_reason`). Not released yet
+///   `MoveVip`, `ApplyVip`, the VIP spec's labels, preemption and checks), host liveness
+///   (`SetHostLiveness`, a host's `state_reason`) and PVE HA's settings in the VM spec
+///   (`VmSpec::ha` as an `HaSpec`, `ApplyVm`). Not released yet
 ///   (the pin is v1): its layouts may change until a release carries it.
 pub const CURRENT: Version = Version(2);
 
@@ -45,6 +46,11 @@ pub const VIP_HOLDING: Version = Version(2);
 /// The version that introduced host liveness: `SetHostLiveness` (a compare-and-set of a
 /// host's state with its reason) and `Host::state_reason`.
 pub const HOST_LIVENESS: Version = Version(2);
+
+/// The version that introduced PVE HA's per-VM settings: `VmSpec::ha` became an `HaSpec`
+/// (state, `max_restart`, `max_relocate`, recovery) instead of a bool, carried by
+/// `ApplyVm`; a spec v1 can carry exactly is still written in the v1 layout (`VmSpecV1`).
+pub const HA_SETTINGS: Version = Version(2);
 
 impl Version {
     /// Whether this build reads and writes `self`.

@@ -104,7 +104,7 @@ fn main() {
         .iter()
         .map(|h| {
             let mut spec = test_vm(&format!("ha-{h}"));
-            spec.ha = true;
+            spec.ha = protocol::spec::HaSpec::started();
             spec.placement.hosts = vec![(*h).to_string()];
             spec
         })

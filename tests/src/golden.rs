@@ -25,8 +25,8 @@ use protocol::fleet::{
 };
 use protocol::join::{JoinRequest, JoinResponse, RenewRequest, RenewResponse};
 use protocol::spec::{
-    CheckType, DesiredState, IpPoolSpec, NicIp, NicSpec, VipCheck, VipSpec, VipSpecV1, VmSpec,
-    VmidRangeSpec,
+    CheckType, DesiredState, HaSpec, HaState, IpPoolSpec, NicIp, NicSpec, RecoveryMode, VipCheck,
+    VipSpec, VipSpecV1, VmSpec, VmSpecV1, VmidRangeSpec,
 };
 use protocol::version::{Version, VersionRange};
 use transport::frame::RequestEnvelope;
@@ -227,6 +227,24 @@ fn vm_spec() -> VmSpec {
     spec
 }
 
+/// `spec` in the v1 layout (the samples' v1 specs carry nothing v1 cannot).
+fn vm_spec_v1(spec: VmSpec) -> VmSpecV1 {
+    VmSpecV1::exact(&spec).expect("v1 carries the sample spec")
+}
+
+/// A VM with a non-default HA table (v2 only).
+fn vm_spec_ha() -> VmSpec {
+    let mut spec = VmSpec::new("db", 1024);
+    spec.state = DesiredState::Stopped;
+    spec.ha = HaSpec {
+        state: Some(HaState::Stopped),
+        max_restart: 2,
+        max_relocate: 3,
+        recovery: RecoveryMode::Recreate,
+    };
+    spec
+}
+
 fn pool_spec() -> IpPoolSpec {
     IpPoolSpec {
         name: "lan".into(),
@@ -380,7 +398,7 @@ pub fn commands() -> Vec<Command> {
             facts: Box::new(facts()),
         },
         Command::PutVm {
-            spec: Box::new(vm_spec()),
+            spec: Box::new(vm_spec_v1(vm_spec())),
             now,
         },
         Command::AllocateVmid {
@@ -471,7 +489,7 @@ pub fn commands() -> Vec<Command> {
         },
         Command::SetClusterVersion { version: V1, now },
         Command::PutVm {
-            spec: Box::new(VmSpec::new("old", 512)),
+            spec: Box::new(vm_spec_v1(VmSpec::new("old", 512))),
             now,
         },
         Command::AllocateVmid {
@@ -584,6 +602,11 @@ pub fn commands() -> Vec<Command> {
             expected: HostState::Online,
             state: HostState::Unreachable,
             reason: "no heartbeat for 3.0 s (unreachable after 3.0 s)".into(),
+            now,
+        },
+        // Encoding v2: PVE HA's settings.
+        Command::ApplyVm {
+            spec: Box::new(vm_spec_ha()),
             now,
         },
     ]

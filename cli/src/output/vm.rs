@@ -3,7 +3,7 @@
 
 use protocol::admin::VmListReply;
 use protocol::fleet::VmRecord;
-use protocol::spec::{DiskSpec, NicIp, NicSpec, Placement, TemplateSpec, VmSpec};
+use protocol::spec::{DiskSpec, HaSpec, NicIp, NicSpec, Placement, TemplateSpec, VmSpec};
 
 use super::human::{age, gib, mib, or_dash};
 use super::table::{Table, fields};
@@ -43,13 +43,14 @@ impl Render for VmListReply {
         if self.vms.is_empty() {
             return "no VMs: apply one with `pvefleet vm apply -f FILE`\n".to_string();
         }
-        let mut t = Table::new(&["NAME", "HOST", "VMID", "STATE", "IPS", "AGE"]);
+        let mut t = Table::new(&["NAME", "HOST", "VMID", "STATE", "HA", "IPS", "AGE"]);
         for vm in &self.vms {
             t.row(vec![
                 vm.spec.name.clone(),
                 ctx.host(vm.assignment.host),
                 or_dash(vm.assignment.vmid),
                 phase(vm),
+                or_dash(vm.spec.ha.state),
                 addresses(vm),
                 age(ctx.now, vm.created_at),
             ]);
@@ -77,7 +78,7 @@ impl Render for VmRecord {
             ("memory", memory(s)),
             ("template", template(s.template.as_ref())),
             ("state", format!("{} (restart: {})", s.state, s.restart)),
-            ("ha", yes_no(s.ha).to_string()),
+            ("ha", ha(&s.ha)),
             ("placement", placement(&s.placement)),
             (
                 "vmid range",
@@ -128,8 +129,15 @@ impl Render for VmRecord {
     }
 }
 
-fn yes_no(value: bool) -> &'static str {
-    if value { "yes" } else { "no" }
+/// `started, restart 1, relocate 1, recovery relocate`, or `-` for a VM outside HA.
+fn ha(ha: &HaSpec) -> String {
+    match ha.state {
+        None => "-".to_string(),
+        Some(state) => format!(
+            "{state}, restart {}, relocate {}, recovery {}",
+            ha.max_restart, ha.max_relocate, ha.recovery
+        ),
+    }
 }
 
 fn when(ctx: &Context, at: u64) -> String {

@@ -17,9 +17,9 @@ fn vm_list_shows_hosts_by_name_and_sizes_and_ages_in_human_units() {
     assert_eq!(
         table(&list),
         "\
-NAME    HOST   VMID   STATE      IPS         AGE
-db-1    -      -      deleting   -           45s
-web-1   pve1   100    running    10.0.0.10   3d
+NAME    HOST   VMID   STATE      HA        IPS         AGE
+db-1    -      -      deleting   -         -           45s
+web-1   pve1   100    running    started   10.0.0.10   3d
 "
     );
     let json = json_of(&list);
@@ -45,7 +45,7 @@ cpu:         2 cores x 1 socket
 memory:      2 GiB
 template:    debian-12 (linked clone)
 state:       running (restart: never)
-ha:          yes
+ha:          started, restart 1, relocate 1, recovery relocate
 placement:   any host
 vmid range:  default
 created:     3d ago (2025-02-26T12:00:00Z)
@@ -76,7 +76,9 @@ Running     true     Started   90m
                 "cloud_init": null, "agent": false, "onboot": false, "protection": false,
                 "state": "running", "restart": "never",
                 "placement": {"hosts": [], "exclude_hosts": [], "labels": {}},
-                "ha": true, "vmid_range": null
+                "ha": {"state": "started", "max_restart": 1, "max_relocate": 1,
+                       "recovery": "relocate"},
+                "vmid_range": null
             },
             "generation": 3,
             "created_at": NOW - 3 * DAY,
@@ -113,7 +115,7 @@ cpu:         1 core x 1 socket
 memory:      1.5 GiB
 template:    - (created from scratch)
 state:       running (restart: never)
-ha:          no
+ha:          -
 placement:   any host
 vmid range:  default
 created:     45s ago (2025-03-01T11:59:15Z)

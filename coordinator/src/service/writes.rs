@@ -61,10 +61,10 @@ pub(crate) fn settings_put_reply(
 
 pub(crate) fn vm_apply(r: &VmApply, now: UnixMillis) -> Result<Command, RemoteError> {
     validate_spec(&r.spec).map_err(invalid)?;
-    Ok(Command::PutVm {
-        spec: Box::new(r.spec.clone()),
-        now,
-    })
+    // What v1 can carry stays a v1 command (`PutVm`), so it applies while the cluster is
+    // still at v1; HA settings v1 cannot carry need v2 (`ApplyVm`, refused with the reason
+    // until every member reads it).
+    Ok(Command::apply_vm(r.spec.clone(), now))
 }
 
 pub(crate) fn vm_apply_reply(

@@ -29,7 +29,8 @@ impl FleetState {
 
     fn dispatch(&mut self, cmd: Command) -> Result<CommandReply, StateError> {
         match cmd {
-            Command::PutVm { spec, now } => self.put_vm(*spec, now),
+            Command::PutVm { spec, now } => self.put_vm((*spec).into(), now),
+            Command::ApplyVm { spec, now } => self.put_vm(*spec, now),
             Command::DeleteVm { name, now } => self.delete_vm(&name, now),
             Command::ReleaseVm { name, now } => self.release_vm(&name, now),
             Command::ScheduleVm {

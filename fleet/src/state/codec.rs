@@ -13,7 +13,9 @@
 //!   decode with today's enum); `FleetState` frozen in `snapshot_v1`.
 //! - v2: `Command` with the admin and VIP commands; `FleetState` as defined in this build.
 //!   `Command::PutVip` keeps the v1 layout of a VIP (`VipSpecV1`) at every version;
-//!   `Command::ApplyVip` (v2) carries the fields v2 added.
+//!   `Command::ApplyVip` (v2) carries the fields v2 added. Likewise `Command::PutVm` keeps the
+//!   v1 layout of a VM spec (`VmSpecV1`, `ha` a bool) and `Command::ApplyVm` (v2) carries PVE
+//!   HA's settings.
 
 use protocol::encoding::{self, EncodingError};
 use protocol::version::{self, Version, VersionRange};
@@ -214,8 +216,9 @@ pub fn encode_snapshot(state: &FleetState, cluster: Version) -> Result<Vec<u8>, 
             }
             let view = snapshot_v1::v1_view(state).ok_or_else(|| CodecError::Encode {
                 what: "snapshot",
-                reason: "the state holds a VIP with labels, preemption or checks, which \
-                         encoding v1 cannot carry"
+                reason: "the state holds a VIP with labels, preemption or checks, a host \
+                         with a state reason, or a VM with HA settings, which encoding v1 \
+                         cannot carry"
                     .into(),
             })?;
             prefixed("snapshot", cluster, &view)

@@ -15,18 +15,23 @@ use protocol::fleet::{
     StoredToken, TokenRefusal, UnixMillis, VmStatus,
 };
 use protocol::spec::{
-    DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VipSpecV1, VmSpec, VmidRangeSpec,
+    DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VipSpecV1, VmSpec, VmSpecV1,
+    VmidRangeSpec,
 };
-use protocol::version::{ADMINS, HOST_LIVENESS, OLDEST, VIP_HOLDING, Version, VersionRange};
+use protocol::version::{
+    ADMINS, HA_SETTINGS, HOST_LIVENESS, OLDEST, VIP_HOLDING, Version, VersionRange,
+};
 use serde::{Deserialize, Serialize};
 
 /// A change to the fleet state. Times (`now`) are the proposer's clock: applying never reads one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
-    /// Create or update a VM spec by name (validated; the generation grows only on a change).
+    /// Create or update a VM spec by name (validated; the generation grows only on a change),
+    /// in the v1 layout at every version: its `ha` is v1's bool. A spec v1 cannot carry is
+    /// [`Command::ApplyVm`] ([`Command::apply_vm`] picks).
     PutVm {
         /// The spec (boxed: it dwarfs every other command).
-        spec: Box<VmSpec>,
+        spec: Box<VmSpecV1>,
         /// Proposal time.
         now: UnixMillis,
     },
@@ -359,9 +364,34 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// Create or update a VM spec with PVE HA's settings (v2): what [`Command::PutVm`] does,
+    /// for a spec whose HA settings v1 cannot carry (a `ha.state` other than what `ha = true`
+    /// meant, or non-default limits or recovery).
+    ApplyVm {
+        /// The spec (boxed: it dwarfs every other command).
+        spec: Box<VmSpec>,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
+    /// The command that creates or updates `spec`: [`Command::PutVm`] when v1 carries it
+    /// exactly, so it applies while the cluster is still at v1; [`Command::ApplyVm`]
+    /// otherwise, refused with the reason until every member reads v2.
+    pub fn apply_vm(spec: VmSpec, now: UnixMillis) -> Command {
+        match VmSpecV1::exact(&spec) {
+            Some(v1) => Command::PutVm {
+                spec: Box::new(v1),
+                now,
+            },
+            None => Command::ApplyVm {
+                spec: Box::new(spec),
+                now,
+            },
+        }
+    }
+
     /// The first encoding version that carries this command: it is refused for the log until
     /// the cluster version reaches it. Exhaustive on purpose: a new variant must say.
     pub fn since(&self) -> Version {
@@ -411,6 +441,7 @@ impl Command {
                 VIP_HOLDING
             }
             Command::SetHostLiveness { .. } => HOST_LIVENESS,
+            Command::ApplyVm { .. } => HA_SETTINGS,
         }
     }
 
@@ -455,6 +486,7 @@ impl Command {
             Command::ApplyVip { .. } => "ApplyVip",
             Command::SetVipStandby { .. } => "SetVipStandby",
             Command::SetHostLiveness { .. } => "SetHostLiveness",
+            Command::ApplyVm { .. } => "ApplyVm",
         }
     }
 }

@@ -5,14 +5,15 @@
 //!
 //! Writing v1 drops the v2 fields: they are empty then, because every command that fills them
 //! is refused until the cluster version is v2 (and the cluster version never goes down).
-//! The layout is what v1 builds read: never change it. (v2 changed `Vip` and `Host`, so their
-//! v1 layouts are named here as `VipV1` and `HostV1`: the same bytes.)
+//! The layout is what v1 builds read: never change it. (v2 changed `Vip`, `Host` and the VM
+//! spec, so their v1 layouts are named here as `VipV1`, `HostV1` and `VmRecordV1`: the same
+//! bytes.)
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use protocol::NodeId;
 use protocol::fleet::{
-    Host, HostV1, IpPool, Member, Settings, StoredToken, Vip, VmRecord, VmidRange,
+    Host, HostV1, IpPool, Member, Settings, StoredToken, Vip, VmRecord, VmRecordV1, VmidRange,
 };
 use protocol::spec::VipV1;
 use serde::{Deserialize, Serialize};
@@ -30,7 +31,7 @@ struct Borrowed<'a> {
     hosts: BTreeMap<&'a NodeId, HostV1>,
     revoked_nodes: &'a BTreeSet<NodeId>,
     next_node_id: &'a NodeId,
-    vms: &'a BTreeMap<String, VmRecord>,
+    vms: BTreeMap<&'a String, VmRecordV1>,
     vmid_ranges: &'a BTreeMap<String, VmidRange>,
     ip_pools: &'a BTreeMap<String, IpPool>,
     vips: BTreeMap<&'a String, VipV1>,
@@ -48,7 +49,7 @@ struct Owned {
     hosts: BTreeMap<NodeId, HostV1>,
     revoked_nodes: BTreeSet<NodeId>,
     next_node_id: NodeId,
-    vms: BTreeMap<String, VmRecord>,
+    vms: BTreeMap<String, VmRecordV1>,
     vmid_ranges: BTreeMap<String, VmidRange>,
     ip_pools: BTreeMap<String, IpPool>,
     vips: BTreeMap<String, VipV1>,
@@ -57,10 +58,15 @@ struct Owned {
     versions: ClusterVersions,
 }
 
-/// `state` in the v1 layout (a serde value for the codec to encode); `None` if a VIP or a host
-/// uses a field v1 cannot carry (never the case at cluster version v1, where only v1 commands
-/// apply).
+/// `state` in the v1 layout (a serde value for the codec to encode); `None` if a VIP, a host or
+/// a VM uses a field v1 cannot carry (never the case at cluster version v1, where only v1
+/// commands apply).
 pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
+    let vms = state
+        .vms
+        .iter()
+        .map(|(name, vm)| Some((name, VmRecordV1::exact(vm)?)))
+        .collect::<Option<BTreeMap<_, _>>>()?;
     let hosts = state
         .hosts
         .iter()
@@ -78,7 +84,7 @@ pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
         hosts,
         revoked_nodes: &state.revoked_nodes,
         next_node_id: &state.next_node_id,
-        vms: &state.vms,
+        vms,
         vmid_ranges: &state.vmid_ranges,
         ip_pools: &state.ip_pools,
         vips,
@@ -106,7 +112,11 @@ impl From<SnapshotV1> for FleetState {
                 .collect(),
             revoked_nodes: v1.revoked_nodes,
             next_node_id: v1.next_node_id,
-            vms: v1.vms,
+            vms: v1
+                .vms
+                .into_iter()
+                .map(|(name, vm)| (name, VmRecord::from(vm)))
+                .collect(),
             vmid_ranges: v1.vmid_ranges,
             ip_pools: v1.ip_pools,
             vips: v1

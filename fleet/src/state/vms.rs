@@ -29,7 +29,12 @@ pub(super) fn defined<'a>(what: &str, names: impl Iterator<Item = &'a String>) -
 
 impl FleetState {
     /// Changes only the desired power state of a VM, through [`FleetState::put_vm`] so the
-    /// generation and the event follow the same rules as an apply.
+    /// generation and the event follow the same rules as an apply. An HA request of `started`
+    /// or `stopped` follows the power (`ha-manager` does so for `qm start|stop` of an HA
+    /// guest); `disabled` and `ignored` stay, so starting a disabled VM is refused by
+    /// validation, naming `ha.state`. (A v1 entry's spec is always `started`/`stopped`
+    /// matching its power or not HA, so a v1 member, which has no such field, computes the
+    /// same state.)
     pub(super) fn set_vm_state(
         &mut self,
         name: &str,
@@ -42,6 +47,7 @@ impl FleetState {
             .ok_or_else(|| not_found(EventKind::Vm, name.to_string()))?;
         let mut spec = rec.spec.clone();
         spec.state = state;
+        spec.ha = spec.ha.following(state);
         self.put_vm(spec, now)
     }
 

@@ -85,7 +85,10 @@ pub struct DesiredVm {
     pub name: String,
     /// Spec generation (managed-notes block).
     pub generation: u64,
-    /// The spec asks for HA: the managed-notes block says `ha=1` (what the fencing reads).
+    /// An HA guest for fencing (`ha.state` `started` or `stopped`, [`HaSpec::fences`]): the
+    /// managed-notes block says `ha=1` (what the fencing reads).
+    ///
+    /// [`HaSpec::fences`]: protocol::spec::HaSpec::fences
     pub ha: bool,
     /// The spec's own description text.
     pub description: String,
@@ -279,7 +282,7 @@ pub fn desired_vm(cmd: &EnsureVm, user_snippet: Option<String>) -> Result<Desire
     Ok(DesiredVm {
         name: spec.name.clone(),
         generation: cmd.generation,
-        ha: spec.ha,
+        ha: spec.ha.fences(),
         description: spec.description.clone(),
         tags,
         cores: spec.cores,
@@ -303,8 +306,10 @@ pub fn desired_vm(cmd: &EnsureVm, user_snippet: Option<String>) -> Result<Desire
         agent: spec.agent,
         // PVE starts an `onboot` guest when the host boots, without asking anyone: after a
         // fence reset the coordinators may already run an HA guest elsewhere (rule 1). An HA
-        // guest starts only through a command, under a lease (docs/design/fencing-agent.md).
-        onboot: spec.onboot && !spec.ha,
+        // guest (`started`/`stopped`) starts only through a command, under a lease
+        // (docs/design/fencing-agent.md). `disabled` and `ignored` guests are not fenced, so
+        // their `onboot` is the spec's.
+        onboot: spec.onboot && !spec.ha.fences(),
         protection: spec.protection,
         nics,
         disks,

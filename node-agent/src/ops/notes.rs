@@ -1,8 +1,9 @@
 //! The managed-notes block: the part of a VM's PVE notes (`description`) the agent owns. It
 //! names the fleet VM and the spec generation the config matches, between two markers, so the
 //! agent can find and replace exactly its own block and read the generation back later. The
-//! word `ha=1` marks a VM whose spec has `ha = true`: the agent fences such a guest when its
-//! lease runs out (docs/design/fencing-agent.md), and the notes are how it knows its HA guests
+//! word `ha=1` marks an HA guest for fencing (its spec's `ha.state` is `started` or `stopped`,
+//! `HaSpec::fences`; `disabled` and `ignored` guests are not marked): the agent fences such a
+//! guest when its lease runs out (docs/design/fencing-agent.md), and the notes are how it knows its HA guests
 //! without a coordinator, e.g. right after it started. A block without the word is `ha: false`
 //! (blocks written before it existed stay valid; older agents skip words they do not know).
 //!
@@ -28,11 +29,12 @@ pub struct ManagedNotes {
     pub vm: String,
     /// The spec generation last applied.
     pub generation: u64,
-    /// The spec asks for HA (`ha = true`): the agent fences the guest on lease loss.
+    /// An HA guest (`ha.state` `started` or `stopped`): the agent fences it on lease loss.
     pub ha: bool,
 }
 
-/// The block for `vm` at `generation`, with `ha=1` when the spec has `ha = true`.
+/// The block for `vm` at `generation`, with `ha=1` for an HA guest (`ha.state` `started` or
+/// `stopped`).
 pub fn render_block(vm: &str, generation: u64, ha: bool) -> String {
     let ha = if ha { " ha=1" } else { "" };
     format!("{BEGIN}\n{LEAD} vm={vm} generation={generation}{ha}\n{END}")

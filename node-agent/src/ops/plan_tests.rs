@@ -508,18 +508,35 @@ fn unplannable_specs_name_what_is_missing() {
 
 #[test]
 fn an_ha_guest_never_starts_on_boot_by_itself() {
-    let with = |onboot: bool, ha: bool| {
+    use protocol::spec::{DesiredState, HaSpec, HaState};
+    let with = |onboot: bool, ha: HaSpec| {
         let mut spec = base_spec();
         spec.onboot = onboot;
+        if matches!(ha.state, Some(HaState::Stopped | HaState::Disabled)) {
+            spec.state = DesiredState::Stopped;
+        }
         spec.ha = ha;
         let d = desired(spec);
         (d.onboot, d.ha)
     };
-    assert_eq!(with(true, false), (true, false));
+    assert_eq!(with(true, HaSpec::none()), (true, false));
     assert_eq!(
-        with(true, true),
+        with(true, HaSpec::started()),
         (false, true),
         "fencing would be undone at boot"
     );
-    assert_eq!(with(false, true), (false, true));
+    assert_eq!(with(false, HaSpec::started()), (false, true));
+    assert_eq!(
+        with(true, HaSpec::with_state(HaState::Stopped)),
+        (false, true),
+        "a stopped HA guest is fenced too"
+    );
+    // Neither is fenced: no `ha=1` mark, and `onboot` is the spec's.
+    for state in [HaState::Disabled, HaState::Ignored] {
+        assert_eq!(
+            with(true, HaSpec::with_state(state)),
+            (true, false),
+            "{state}"
+        );
+    }
 }

@@ -6,7 +6,7 @@
 
 use crate::ops_support;
 
-use node_agent::{Executor, Journal, MAX_COMMAND_ID_LEN, TypedJournal};
+use node_agent::{Executor, Journal, Journaled, MAX_COMMAND_ID_LEN, TypedJournal};
 use ops_support::{Harness, ensure_cmd, harness, web_spec};
 use protocol::agent::{
     AgentCommand, CommandFailure, CommandOutput, DeleteVm, FailureKind, Op, PowerAction, PowerOp,
@@ -14,7 +14,8 @@ use protocol::agent::{
 };
 use pve::Method;
 
-type Stored = TypedJournal<AgentCommand, Result<CommandOutput, CommandFailure>>;
+/// The executor's journal, as it fingerprints commands.
+type Stored = TypedJournal<Journaled, Result<CommandOutput, CommandFailure>>;
 
 fn ensure(id: &str) -> AgentCommand {
     AgentCommand {
@@ -49,7 +50,10 @@ fn create_snapshot(id: &str) -> AgentCommand {
 /// running the command.
 async fn crashed_while_running(dir: &std::path::Path, cmd: &AgentCommand) {
     let journal = reopen(dir);
-    let begin = Stored::new(journal).begin(&cmd.id, cmd).await.unwrap();
+    let begin = Stored::new(journal)
+        .begin(&cmd.id, &Journaled::of(cmd))
+        .await
+        .unwrap();
     assert_eq!(begin, node_agent::Begin::Run);
 }
 
@@ -299,7 +303,10 @@ async fn bad_ids_reused_ids_and_running_ids_are_refused_without_running() {
 
     // Another task of this agent holds the id right now.
     let busy = ensure("web-1/ensure/g1/t1/10");
-    Stored::new(journal).begin(&busy.id, &busy).await.unwrap();
+    Stored::new(journal)
+        .begin(&busy.id, &Journaled::of(&busy))
+        .await
+        .unwrap();
     let f = exec.execute(busy).await;
     assert_eq!(failure(&f).kind, FailureKind::Transient);
     assert!(failure(&f).message.contains("already running"), "{f:?}");

@@ -42,7 +42,7 @@ fn record(dir: &std::path::Path) -> FenceRecord {
 /// An HA guest at 101 and a plain one at 102, both running.
 async fn two_guests(h: &crate::ops_support::Harness) {
     let mut ha = web_spec("db-1");
-    ha.ha = true;
+    ha.ha = protocol::spec::HaSpec::started();
     h.ops.ensure(&ensure_cmd(ha, HA)).await.unwrap();
     h.ops
         .ensure(&ensure_cmd(web_spec("web-1"), PLAIN))

@@ -174,7 +174,8 @@ impl Rpc for FleetGet {
     const METHOD: &'static str = "admin.fleet_get";
     type Response = FleetView;
 
-    /// At v1, VIPs in the v1 layout, without the fields a v1 reader cannot show.
+    /// At v1, hosts, VMs and VIPs in the v1 layout, without the fields a v1 reader cannot
+    /// show.
     fn encode_response_at(
         response: &FleetView,
         version: Version,

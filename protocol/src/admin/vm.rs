@@ -4,9 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ApplyOutcome, ReadMode};
-use crate::fleet::VmRecord;
+use crate::encoding::{self, EncodingError};
+use crate::fleet::{VmRecord, VmRecordV1};
 use crate::rpc::Rpc;
-use crate::spec::VmSpec;
+use crate::spec::{VmSpec, VmSpecV1};
+use crate::version::{HA_SETTINGS, Version};
 
 /// `pvefleet vm apply -f FILE`, one VM at a time: created or updated by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +29,31 @@ pub struct VmApplyReply {
 impl Rpc for VmApply {
     const METHOD: &'static str = "admin.vm_apply";
     type Response = VmApplyReply;
+
+    /// At v1, the v1 layout; a spec whose HA settings v1 cannot carry (anything but `ha =
+    /// true/false` as v1 meant it) cannot be sent to a v1 member, which would apply less than
+    /// was asked.
+    fn encode_at(&self, version: Version) -> Result<Vec<u8>, EncodingError> {
+        if version >= HA_SETTINGS {
+            return encoding::encode(self);
+        }
+        let spec = VmSpecV1::exact(&self.spec).ok_or_else(|| EncodingError::TooNew {
+            what: format!(
+                "VM {} with HA settings (ha.state, limits or recovery)",
+                self.spec.name
+            ),
+            needs: HA_SETTINGS,
+            reader: version,
+        })?;
+        encoding::encode(&spec)
+    }
+
+    fn decode_at(version: Version, bytes: &[u8]) -> Result<Self, EncodingError> {
+        if version >= HA_SETTINGS {
+            return encoding::decode(bytes);
+        }
+        encoding::decode::<VmSpecV1>(bytes).map(|spec| VmApply { spec: spec.into() })
+    }
 }
 
 /// `pvefleet vm ls`.
@@ -46,6 +73,28 @@ pub struct VmListReply {
 impl Rpc for VmList {
     const METHOD: &'static str = "admin.vm_list";
     type Response = VmListReply;
+
+    /// At v1, records in the v1 layout, their HA settings as v1's `ha` bool.
+    fn encode_response_at(
+        response: &VmListReply,
+        version: Version,
+    ) -> Result<Vec<u8>, EncodingError> {
+        if version >= HA_SETTINGS {
+            return encoding::encode(response);
+        }
+        let vms: Vec<VmRecordV1> = response.vms.iter().map(VmRecordV1::shown).collect();
+        encoding::encode(&vms)
+    }
+
+    fn decode_response_at(version: Version, bytes: &[u8]) -> Result<VmListReply, EncodingError> {
+        if version >= HA_SETTINGS {
+            return encoding::decode(bytes);
+        }
+        let vms: Vec<VmRecordV1> = encoding::decode(bytes)?;
+        Ok(VmListReply {
+            vms: vms.into_iter().map(VmRecord::from).collect(),
+        })
+    }
 }
 
 /// `pvefleet vm show NAME`.
@@ -60,6 +109,21 @@ pub struct VmGet {
 impl Rpc for VmGet {
     const METHOD: &'static str = "admin.vm_get";
     type Response = VmRecord;
+
+    /// At v1, the record in the v1 layout, its HA settings as v1's `ha` bool.
+    fn encode_response_at(response: &VmRecord, version: Version) -> Result<Vec<u8>, EncodingError> {
+        if version >= HA_SETTINGS {
+            return encoding::encode(response);
+        }
+        encoding::encode(&VmRecordV1::shown(response))
+    }
+
+    fn decode_response_at(version: Version, bytes: &[u8]) -> Result<VmRecord, EncodingError> {
+        if version >= HA_SETTINGS {
+            return encoding::decode(bytes);
+        }
+        encoding::decode::<VmRecordV1>(bytes).map(VmRecord::from)
+    }
 }
 
 /// `pvefleet vm delete NAME`.

@@ -4,10 +4,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::command::{AgentCommand, CommandResult};
+use super::command_v1::AgentCommandV1;
 use super::inventory::Inventory;
+use crate::encoding::{self, EncodingError};
 use crate::identity::NodeId;
 use crate::rpc::Rpc;
 use crate::spec::Labels;
+use crate::version::{HA_SETTINGS, Version};
 
 /// One beat of an agent, sent every heartbeat interval to the member it believes leads. The
 /// host is the caller's certificate identity; nothing in the body can claim another.
@@ -50,7 +53,71 @@ pub struct HeartbeatAck {
     pub commands: Vec<AgentCommand>,
 }
 
+/// [`HeartbeatAck`] as encoding v1 lays it out: its commands in the v1 layout (an ensure's
+/// spec with v1's `ha` bool).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeartbeatAckV1 {
+    /// The leader that answered.
+    pub leader: NodeId,
+    /// Its Raft term.
+    pub term: u64,
+    /// The lease granted.
+    pub lease_ms: u64,
+    /// Send the inventory on the next beat.
+    pub need_inventory: bool,
+    /// Ids of results recorded.
+    pub acked_results: Vec<String>,
+    /// Commands to run, in the v1 layout.
+    pub commands: Vec<AgentCommandV1>,
+}
+
+impl HeartbeatAckV1 {
+    /// What a v1 agent acts on ([`AgentCommandV1::shown`]).
+    pub fn shown(ack: &HeartbeatAck) -> HeartbeatAckV1 {
+        HeartbeatAckV1 {
+            leader: ack.leader,
+            term: ack.term,
+            lease_ms: ack.lease_ms,
+            need_inventory: ack.need_inventory,
+            acked_results: ack.acked_results.clone(),
+            commands: ack.commands.iter().map(AgentCommandV1::shown).collect(),
+        }
+    }
+}
+
+impl From<HeartbeatAckV1> for HeartbeatAck {
+    fn from(v1: HeartbeatAckV1) -> HeartbeatAck {
+        HeartbeatAck {
+            leader: v1.leader,
+            term: v1.term,
+            lease_ms: v1.lease_ms,
+            need_inventory: v1.need_inventory,
+            acked_results: v1.acked_results,
+            commands: v1.commands.into_iter().map(AgentCommand::from).collect(),
+        }
+    }
+}
+
 impl Rpc for Heartbeat {
     const METHOD: &'static str = "agent.heartbeat";
     type Response = HeartbeatAck;
+
+    /// At v1, the acknowledgement in the v1 layout: an ensure's spec as a v1 agent acts on it
+    /// (`ha`: fenced with its host or not). The beat itself is unchanged since v1.
+    fn encode_response_at(
+        response: &HeartbeatAck,
+        version: Version,
+    ) -> Result<Vec<u8>, EncodingError> {
+        if version >= HA_SETTINGS {
+            return encoding::encode(response);
+        }
+        encoding::encode(&HeartbeatAckV1::shown(response))
+    }
+
+    fn decode_response_at(version: Version, bytes: &[u8]) -> Result<HeartbeatAck, EncodingError> {
+        if version >= HA_SETTINGS {
+            return encoding::decode(bytes);
+        }
+        encoding::decode::<HeartbeatAckV1>(bytes).map(HeartbeatAck::from)
+    }
 }

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Host, HostV1, IpPool, Member, Settings, TokenView, Vip, VmRecord, VmidRange};
+use super::{
+    Host, HostV1, IpPool, Member, Settings, TokenView, Vip, VmRecord, VmRecordV1, VmidRange,
+};
 use crate::spec::VipV1;
 
 /// Everything the fleet holds, as lists ordered by key.
@@ -29,7 +31,7 @@ pub struct FleetView {
     pub last_event_seq: u64,
 }
 
-/// [`FleetView`] as encoding v1 lays it out (its hosts and VIPs in the v1 layout).
+/// [`FleetView`] as encoding v1 lays it out (its hosts, VMs and VIPs in the v1 layout).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetViewV1 {
     /// The settings.
@@ -39,7 +41,7 @@ pub struct FleetViewV1 {
     /// Hosts.
     pub hosts: Vec<HostV1>,
     /// VMs.
-    pub vms: Vec<VmRecord>,
+    pub vms: Vec<VmRecordV1>,
     /// IP pools.
     pub ip_pools: Vec<IpPool>,
     /// VMID ranges.
@@ -53,13 +55,13 @@ pub struct FleetViewV1 {
 }
 
 impl FleetViewV1 {
-    /// What a v1 reader can show of `view` (VIPs without their v2 fields).
+    /// What a v1 reader can show of `view` (hosts, VMs and VIPs without their v2 fields).
     pub fn shown(view: &FleetView) -> FleetViewV1 {
         FleetViewV1 {
             settings: view.settings.clone(),
             members: view.members.clone(),
             hosts: view.hosts.iter().map(HostV1::shown).collect(),
-            vms: view.vms.clone(),
+            vms: view.vms.iter().map(VmRecordV1::shown).collect(),
             ip_pools: view.ip_pools.clone(),
             vmid_ranges: view.vmid_ranges.clone(),
             vips: view.vips.iter().map(VipV1::shown).collect(),
@@ -75,7 +77,7 @@ impl From<FleetViewV1> for FleetView {
             settings: v1.settings,
             members: v1.members,
             hosts: v1.hosts.into_iter().map(Host::from).collect(),
-            vms: v1.vms,
+            vms: v1.vms.into_iter().map(VmRecord::from).collect(),
             ip_pools: v1.ip_pools,
             vmid_ranges: v1.vmid_ranges,
             vips: v1.vips.into_iter().map(Vip::from).collect(),

@@ -9,8 +9,11 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::description;
+use super::ha::{HaState, MAX_HA_TRIES};
 use super::rules::{self, Rule};
-use super::{Cidr, CloudInitSpec, DiskSpec, NicIp, NicModel, NicSpec, Placement, VmSpec};
+use super::{
+    Cidr, CloudInitSpec, DesiredState, DiskSpec, NicIp, NicModel, NicSpec, Placement, VmSpec,
+};
 
 /// A refused field: where it is, what was written, and what would be accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
@@ -141,6 +144,7 @@ pub fn validate_spec(spec: &VmSpec) -> Result<(), SpecError> {
         cloud_init(ci)?;
     }
     placement(&spec.placement)?;
+    ha(spec)?;
     if let Some(range) = &spec.vmid_range {
         check("vmid_range", range, &rules::DNS_LABEL)?;
     }
@@ -396,4 +400,30 @@ fn placement(p: &Placement) -> Result<(), SpecError> {
         )?;
     }
     Ok(())
+}
+
+/// The HA settings: bounded retries, and a request that agrees with the desired power (in the
+/// fleet, PVE's `started`/`stopped` request *is* the VM's `state`).
+fn ha(spec: &VmSpec) -> Result<(), SpecError> {
+    within("ha.max_restart", spec.ha.max_restart, 0, MAX_HA_TRIES)?;
+    within("ha.max_relocate", spec.ha.max_relocate, 0, MAX_HA_TRIES)?;
+    let Some(state) = spec.ha.state else {
+        return Ok(());
+    };
+    let hint = match (state, spec.state) {
+        (HaState::Started, DesiredState::Stopped) => {
+            "\"stopped\" with state = \"stopped\" (HA's request is the VM's desired power: \
+             write ha.state = \"stopped\", or state = \"running\" to run the VM)"
+        }
+        (HaState::Stopped, DesiredState::Running) => {
+            "\"started\" with state = \"running\" (HA's request is the VM's desired power: \
+             write ha.state = \"started\", or state = \"stopped\" to keep the VM stopped)"
+        }
+        (HaState::Disabled, DesiredState::Running) => {
+            "\"started\" with state = \"running\" (a disabled VM is kept stopped: write \
+             state = \"stopped\", or ha.state = \"started\" to run it under HA)"
+        }
+        _ => return Ok(()),
+    };
+    Err(SpecError::text("ha.state", state.as_str(), hint))
 }

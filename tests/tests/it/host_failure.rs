@@ -36,7 +36,7 @@ fn fleet_with_an_ha_guest() -> Fleet {
     fleet.add_host(HostOptions::new("pve-f2", PveAccess::Https));
     fleet.apply_resources();
     let mut spec = test_vm("ha-1");
-    spec.ha = true;
+    spec.ha = protocol::spec::HaSpec::started();
     spec.placement.hosts = vec!["pve-f1".into()];
     fleet.apply_vms(&[spec]);
     fleet.wait_vms("the HA guest running", Duration::from_secs(120), |v| {

@@ -113,7 +113,7 @@ pub(crate) fn web_1() -> VmRecord {
         mtu: None,
         ip: Some(NicIp::Pool("lan".into())),
     }];
-    spec.ha = true;
+    spec.ha = protocol::spec::HaSpec::started();
     VmRecord {
         spec,
         generation: 3,

@@ -7,7 +7,7 @@ use protocol::NodeId;
 use protocol::admin::{HostStatusEntry, PlacementScores, PlacementVerdict, VmExplainReply};
 use protocol::agent::{CommandFailure, FailureKind, SnapshotAction};
 use protocol::fleet::{HostState, UnixMillis, VmRecord};
-use protocol::spec::{DesiredState, VmSpec};
+use protocol::spec::{DesiredState, HaState, VmSpec};
 use transport::{RemoteCode, RemoteError};
 
 use fleet::scheduler::{self, HostVerdict, HostView, Verdict};
@@ -79,7 +79,8 @@ pub(crate) fn placed(state: &FleetState, vm: &str, verb: &str) -> Result<Placed,
 }
 
 /// What a start or stop request does: nothing when the VM is already desired so, else the
-/// `SetVmState` with the new desired state.
+/// `SetVmState` with the new desired state (whose apply moves an HA request of `started` or
+/// `stopped` along, as `ha-manager` does for `qm start|stop`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum PowerPlan {
     /// Already desired `state`, at this generation.
@@ -108,6 +109,13 @@ pub(crate) fn power_plan(
         return Ok(PowerPlan::Unchanged {
             generation: rec.generation,
         });
+    }
+    if state == DesiredState::Running && rec.spec.ha.state == Some(HaState::Disabled) {
+        return Err(RemoteError::conflict(format!(
+            "vm {vm} has ha.state = \"disabled\": HA keeps it stopped and does not recover it; \
+             to start it, apply it with ha.state = \"started\" and state = \"running\" \
+             (ha.state accepts started, stopped, disabled, ignored)"
+        )));
     }
     Ok(PowerPlan::Propose(Command::SetVmState {
         name: vm.to_string(),

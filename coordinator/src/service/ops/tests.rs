@@ -62,14 +62,8 @@ fn fleet() -> FleetState {
             state: HostState::Online,
             now: 2,
         },
-        Command::PutVm {
-            spec: Box::new(web),
-            now: 3,
-        },
-        Command::PutVm {
-            spec: Box::new(VmSpec::new("db-1", 1024)),
-            now: 3,
-        },
+        Command::apply_vm(web, 3),
+        Command::apply_vm(VmSpec::new("db-1", 1024), 3),
         Command::ScheduleVm {
             name: "web-1".into(),
             host: Some(7),
@@ -209,6 +203,56 @@ fn start_and_stop_change_only_the_desired_state_and_only_when_it_differs() {
     );
     let text = plan::power_message("db-1", DesiredState::Running, false, 1, None);
     assert!(text.contains("already kept running"), "{text}");
+}
+
+#[test]
+fn start_and_stop_move_an_ha_request_along_and_a_disabled_vm_is_not_started() {
+    use protocol::spec::{HaSpec, HaState};
+    let mut s = fleet();
+    let mut web = s.vm("web-1").unwrap().spec.clone();
+    web.ha = HaSpec {
+        max_restart: 4,
+        ..HaSpec::started()
+    };
+    let next = |s: &mut FleetState, cmd| {
+        let index = s.last_applied().unwrap_or(0) + 1;
+        apply(s, index, cmd)
+    };
+    next(&mut s, Command::apply_vm(web, 9));
+    let power = |s: &mut FleetState, state| {
+        match plan::power_plan(s, "web-1", state, 10).unwrap() {
+            PowerPlan::Propose(cmd) => next(s, cmd),
+            other => panic!("{other:?}"),
+        };
+        s.vm("web-1").unwrap().spec.ha
+    };
+    let stopped = power(&mut s, DesiredState::Stopped);
+    assert_eq!(stopped.state, Some(HaState::Stopped));
+    assert_eq!(stopped.max_restart, 4, "only the request changes");
+    assert_eq!(
+        power(&mut s, DesiredState::Running).state,
+        Some(HaState::Started)
+    );
+    // Disabled: kept stopped; a start is refused, naming ha.state and the way out.
+    let mut disabled = s.vm("web-1").unwrap().spec.clone();
+    disabled.state = DesiredState::Stopped;
+    disabled.ha = HaSpec::with_state(HaState::Disabled);
+    next(&mut s, Command::apply_vm(disabled, 11));
+    let e = plan::power_plan(&s, "web-1", DesiredState::Running, 12).unwrap_err();
+    assert_eq!(e.code, RemoteCode::Conflict);
+    assert!(
+        e.message.contains("ha.state = \"disabled\"") && e.message.contains("\"started\""),
+        "{}",
+        e.message
+    );
+    // Ignored: the request is HA's business only; the power changes alone.
+    let mut ignored = s.vm("web-1").unwrap().spec.clone();
+    ignored.ha = HaSpec::with_state(HaState::Ignored);
+    next(&mut s, Command::apply_vm(ignored, 13));
+    assert_eq!(
+        power(&mut s, DesiredState::Running).state,
+        Some(HaState::Ignored)
+    );
 }
 
 #[test]

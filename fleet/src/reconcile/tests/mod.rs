@@ -116,10 +116,7 @@ impl Fleet {
     }
 
     pub(super) fn put(&mut self, spec: VmSpec) {
-        self.run(Command::PutVm {
-            spec: Box::new(spec),
-            now: 2,
-        });
+        self.run(Command::apply_vm(spec, 2));
     }
 
     /// Applies `spec`, places it on `host` and allocates its ids.

@@ -7,6 +7,7 @@ mod alloc_ips;
 mod alloc_vmids;
 mod cluster;
 mod codec;
+mod ha;
 mod property;
 mod spec_file;
 mod tokens;
@@ -66,10 +67,7 @@ impl Fleet {
 
     pub(super) fn put_vm(&mut self, spec: VmSpec) -> CommandReply {
         let now = self.now;
-        self.run(Command::PutVm {
-            spec: Box::new(spec),
-            now,
-        })
+        self.run(Command::apply_vm(spec, now))
     }
 
     pub(super) fn range(&mut self, name: &str, start: u32, end: u32) {

@@ -34,10 +34,7 @@ fn random_command(rng: &mut SplitMix64, state: &FleetState, now: u64) -> Command
             let nics: Vec<&str> = (0..rng.below(3))
                 .map(|_| POOLS[rng.below(2) as usize])
                 .collect();
-            Command::PutVm {
-                spec: Box::new(vm_with_pools(&vm, &nics)),
-                now,
-            }
+            Command::apply_vm(vm_with_pools(&vm, &nics), now)
         }
         2 | 3 => Command::AllocateVmid {
             vm,

@@ -94,10 +94,7 @@ fn a_file_with_several_vms_parses_into_typed_specs() {
     );
 
     // What TOML produced travels through the Raft log unchanged.
-    let cmd = Command::PutVm {
-        spec: Box::new(web.clone()),
-        now: 1,
-    };
+    let cmd = Command::apply_vm(web.clone(), 1);
     assert_eq!(
         decode_command(&encode_command(&cmd, protocol::version::CURRENT).unwrap()).unwrap(),
         cmd

@@ -133,10 +133,7 @@ fn a_bad_spec_or_reference_is_refused_and_nothing_is_written() {
         ),
     ];
     for (what, spec, field, allowed) in invalid {
-        match f.err(Command::PutVm {
-            spec: Box::new(spec),
-            now: 1,
-        }) {
+        match f.err(Command::apply_vm(spec, 1)) {
             StateError::Invalid(e) => {
                 assert_eq!(e.field, field, "{what}");
                 assert!(e.allowed.contains(allowed), "{what}: {}", e.allowed);
@@ -146,10 +143,7 @@ fn a_bad_spec_or_reference_is_refused_and_nothing_is_written() {
     }
     let mut dup = vm_with_pools("b", &[]);
     dup.nics.push(static_nic("10.0.0.20/24"));
-    let e = f.err(Command::PutVm {
-        spec: Box::new(dup),
-        now: 1,
-    });
+    let e = f.err(Command::apply_vm(dup, 1));
     assert!(
         e.to_string()
             .contains("already the static address of VM \"db-1\""),
@@ -212,10 +206,7 @@ fn delete_removes_at_once_only_a_vm_that_holds_no_vmid() {
         }),
         CommandReply::VmDeleted { removed: false }
     );
-    let e = f.err(Command::PutVm {
-        spec: Box::new(VmSpec::new("web-1", 512)),
-        now: 1,
-    });
+    let e = f.err(Command::apply_vm(VmSpec::new("web-1", 512), 1));
     assert!(e.to_string().contains("being deleted"), "{e}");
     // The VMID stays held until the VM is gone.
     f.put_vm(VmSpec::new("web-2", 512));
