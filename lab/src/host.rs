@@ -175,10 +175,13 @@ pub fn write_agent_config(
     table.insert("labels".into(), labels.into());
     // A lab agent in the lab's own namespace (the machine's) never touches the machine's
     // interfaces or firewall, whatever its PVE backend: it simulates holding VIPs unless the
-    // caller asks otherwise.
+    // caller asks otherwise. With the `sim` backend that is the agent's default (`auto`), and
+    // the key is left out: agents older than VIP holding (the rolling-upgrade test runs the
+    // pinned release) refuse a key they do not know.
     let holding = opts
         .vip_holding
-        .or(opts.netns.is_none().then_some(VipHolding::Simulated));
+        .or((opts.netns.is_none() && opts.access != PveAccess::Sim)
+            .then_some(VipHolding::Simulated));
     if let Some(holding) = holding {
         table.insert("vip_holding".into(), holding.as_str().into());
     }
@@ -227,11 +230,15 @@ pub fn write_agent_config(
     }
     table.insert("pve".into(), backend.into());
     // The lab never resets a real host: its guard (the agent's child) kills the agent and
-    // resets the simulated node instead, whatever the backend.
-    let mut fence = toml::Table::new();
-    fence.insert("reset".into(), "simulated".into());
-    fence.insert("guard".into(), "child".into());
-    table.insert("fence".into(), fence.into());
+    // resets the simulated node instead. With the in-process `sim` backend that is already
+    // the agent's default, and the section is left out: agents older than fencing (the
+    // rolling-upgrade test runs the pinned release) refuse a key they do not know.
+    if opts.access != PveAccess::Sim {
+        let mut fence = toml::Table::new();
+        fence.insert("reset".into(), "simulated".into());
+        fence.insert("guard".into(), "child".into());
+        table.insert("fence".into(), fence.into());
+    }
     let write = |source| LabError::Write {
         path: path.to_path_buf(),
         source,
@@ -262,18 +269,12 @@ mod tests {
         assert_eq!(back["pve"]["backend"].as_str(), Some("sim"));
         assert_eq!(back["pve"]["time_scale"].as_float(), Some(0.1));
         assert!(!back.contains_key("inventory_ms"));
-        assert_eq!(
-            back["vip_holding"].as_str(),
-            Some("simulated"),
-            "outside a namespace of its own an agent never touches the machine's network"
-        );
+        // Outside a namespace of its own an agent never touches the machine's network: with
+        // the `sim` backend its default (`auto`) simulates holding, so nothing is written.
+        assert!(!back.contains_key("vip_holding"), "{back:?}");
         assert_eq!(back["data_dir"].as_str(), Some(data_dir.to_str().unwrap()));
-        assert_eq!(
-            back["fence"]["reset"].as_str(),
-            Some("simulated"),
-            "never a real reset"
-        );
-        assert_eq!(back["fence"]["guard"].as_str(), Some("child"));
+        // The `sim` backend's defaults fence by simulation only (`reset = "auto"`).
+        assert!(!back.contains_key("fence"), "{back:?}");
     }
 
     #[test]

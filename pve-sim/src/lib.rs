@@ -10,7 +10,7 @@
 //! - [`Sim`] is the entry point: build it from a [`SimConfig`], call it in process, or serve it
 //!   over HTTPS with [`server::Server`].
 //! - Requests are validated against the official schema (`schema/endpoints-9.1.json`, the
-//!   fleet's methods, plus `schema/testbed-9.1.json`, PVE's HA resource reads) with the
+//!   fleet's methods, plus `schema/testbed-9.1.json`, the read of one PVE HA resource) with the
 //!   exact error texts of PVE's `JSONSchema.pm`; unknown parameters are refused.
 //! - The model keeps each VM's raw config text, its SHA1 `digest`, `lock:` lines, snapshots,
 //!   pending changes and run state, and runs operations as tasks with UPIDs of the owning node.

@@ -2,7 +2,7 @@
 //! idempotent, so a re-run after a crash or a periodic resync is safe: it reads the VM, creates
 //! it only when absent, changes only what differs (one config update guarded by the digest,
 //! then disk resizes), restarts for pending changes only when the spec allows, and sets the
-//! power state last.
+//! power state last. A VM PVE's own HA manager drives is refused before anything changes.
 
 use std::time::Duration;
 
@@ -32,6 +32,8 @@ pub(super) async fn ensure(ops: &VmOps, cmd: &EnsureVm) -> Result<VmObservation,
     if let Some(cfg) = &found {
         check_existing(ops, &s, cfg)?;
     }
+    // Before anything changes (the snippet, a create, the config): not a guest of PVE's HA.
+    ops.refuse_pve_ha(&s, "lookup").await?;
     let snippet = ops.write_user_data(cmd, &s).await?;
     let desired =
         desired_vm(cmd, snippet).map_err(|e| s.fail(FailureKind::Permanent, "configure", e))?;

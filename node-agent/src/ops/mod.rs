@@ -3,7 +3,7 @@
 //! changed.
 //!
 //! ```text
-//!  ensure: read config ─▶ owned? ─▶ user-data snippet ─▶ desired (pure) ─▶ clone | create
+//!  ensure: read config ─▶ owned? ─▶ not PVE HA? ─▶ user-data snippet ─▶ desired (pure) ─▶ clone | create
 //!            ─▶ plan(desired, config) (pure) ─▶ one PUT with the digest ─▶ resizes
 //!            ─▶ pending? restart if allowed ─▶ power state ─▶ guest IPs ─▶ observation
 //! ```
@@ -24,6 +24,7 @@ mod ownership;
 pub mod plan;
 mod plan_error;
 mod power;
+mod pve_ha;
 mod snapshot;
 pub mod snippets;
 mod timeouts;

@@ -123,6 +123,9 @@ pub(super) async fn power(ops: &VmOps, cmd: &PowerOp) -> Result<VmObservation, C
             format!("no VM {} on node {}", cmd.vmid, ops.node),
         )
     })?;
+    if matches!(cmd.action, PowerAction::Start | PowerAction::Restart { .. }) {
+        ops.refuse_pve_ha(&s, "lookup").await?;
+    }
     match cmd.action {
         PowerAction::Start => ops.start_if_stopped(&s).await?,
         PowerAction::Shutdown { timeout_secs } => ops.shut_down(&s, timeout_secs).await?,

@@ -3,6 +3,7 @@
 //! all use. The operations themselves are in their own files (`ops/mod.rs` lists them).
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use protocol::agent::{CommandFailure, FailureKind};
 use pve::PveError;
@@ -24,6 +25,8 @@ pub struct VmOps {
     pub(super) timeouts: OpTimeouts,
     /// Closed while the agent fences: no guest starts then (docs/design/fencing-agent.md).
     pub(super) gate: StartGate,
+    /// Whether an unreadable PVE HA resource list was warned about (`pve_ha.rs`).
+    pub(super) ha_read_warned: Arc<AtomicBool>,
 }
 
 impl VmOps {
@@ -37,6 +40,7 @@ impl VmOps {
             snippets: Arc::new(FsSnippetWriter::default()),
             timeouts: OpTimeouts::default(),
             gate: StartGate::new(),
+            ha_read_warned: Arc::new(AtomicBool::new(false)),
         }
     }
 

@@ -428,3 +428,188 @@ async fn a_description_with_control_characters_reaches_pve_as_written_and_stays_
         "the description read back equals the one sent: nothing to change"
     );
 }
+
+/// PVE's HA resource `sid` with `state`.
+fn pve_ha(sid: &str, state: Option<pve_sim::ha::HaState>) -> pve_sim::ha::HaResource {
+    pve_sim::ha::HaResource {
+        sid: sid.into(),
+        state,
+        ..pve_sim::ha::HaResource::default()
+    }
+}
+
+#[tokio::test]
+async fn the_client_lists_pves_ha_resources() {
+    let h = harness();
+    assert!(h.client.ha_resources(None).await.unwrap().is_empty());
+    h.sim
+        .set_ha_resources(vec![
+            pve_ha("vm:101", Some(pve_sim::ha::HaState::Stopped)),
+            pve_ha("vm:102", None),
+        ])
+        .unwrap();
+    let list = h
+        .client
+        .ha_resources(Some(pve::calls::HaResourceType::Vm))
+        .await
+        .unwrap();
+    let got: Vec<_> = list
+        .iter()
+        .map(|r| {
+            (
+                r.sid.as_str(),
+                r.kind.as_deref(),
+                r.vm_id(),
+                r.requested_state(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("vm:101", Some("vm"), Some(101), "stopped"),
+            ("vm:102", Some("vm"), Some(102), "started")
+        ]
+    );
+    assert!(
+        h.client
+            .ha_resources(Some(pve::calls::HaResourceType::Ct))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_vm_under_pves_ha_manager_is_refused_and_left_untouched() {
+    let h = harness();
+    let mut spec = web_spec("web-1");
+    spec.state = DesiredState::Stopped;
+    h.ops.ensure(&ensure_cmd(spec, 101)).await.unwrap();
+    let before = h.config(101).await.digest();
+    h.sim
+        .set_ha_resources(vec![pve_ha("vm:101", Some(pve_sim::ha::HaState::Started))])
+        .unwrap();
+    h.reset_calls();
+
+    // A changed spec that wants it running: neither the config nor the power is touched.
+    let mut spec = web_spec("web-1");
+    spec.cores = 4;
+    let err = h.ops.ensure(&ensure_cmd(spec, 101)).await.unwrap_err();
+    assert_eq!(err.kind, FailureKind::Permanent, "{}", err.message);
+    assert!(
+        err.message.ends_with(
+            "vm:101 is managed by PVE's HA manager (state started): two HA managers must never \
+             drive one guest; remove it there (ha-manager remove vm:101) and apply again, or \
+             leave this VM to PVE"
+        ),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        h.count(Method::Get, "/cluster/ha/resources"),
+        1,
+        "read once"
+    );
+    for method in [Method::Post, Method::Put, Method::Delete] {
+        assert_eq!(h.count(method, ""), 0, "{method} calls on a PVE HA guest");
+    }
+    assert_eq!(h.config(101).await.digest(), before);
+    assert_eq!(h.sim.vm_running(101), Some(false));
+
+    // A VMID PVE's HA holds is not created either.
+    h.sim
+        .set_ha_resources(vec![pve_ha("vm:102", None)])
+        .unwrap();
+    h.reset_calls();
+    let err = h
+        .ops
+        .ensure(&ensure_cmd(web_spec("web-2"), 102))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message
+            .contains("vm:102 is managed by PVE's HA manager (state started)"),
+        "{}",
+        err.message
+    );
+    assert_eq!(h.count(Method::Post, ""), 0, "nothing created");
+    assert!(h.vms_named("web-2").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_vm_not_under_pves_ha_manager_is_ensured_as_before() {
+    let h = harness();
+    h.sim
+        .set_ha_resources(vec![pve_ha("vm:555", Some(pve_sim::ha::HaState::Started))])
+        .unwrap();
+    let obs = h
+        .ops
+        .ensure(&ensure_cmd(web_spec("web-1"), 101))
+        .await
+        .unwrap();
+    assert!(obs.running);
+    assert_eq!(
+        h.count(Method::Get, "/cluster/ha/resources"),
+        1,
+        "read once"
+    );
+}
+
+/// A backend that refuses `GET /cluster/ha/resources` as PVE does a token without `Sys.Audit`.
+#[derive(Debug, Clone)]
+struct NoSysAudit(node_agent::backend::SimBackend);
+
+impl pve::Backend for NoSysAudit {
+    fn call<'a>(
+        &'a self,
+        req: &'a pve::ApiRequest,
+    ) -> pve::backend::BoxFuture<'a, Result<pve::ApiReply, pve::PveError>> {
+        if req.path == "/cluster/ha/resources" {
+            return Box::pin(async {
+                Err(pve::PveError::Api {
+                    method: "GET",
+                    path: "/cluster/ha/resources".into(),
+                    status: 403,
+                    reason: "Permission check failed (/, Sys.Audit)".into(),
+                    message: "Permission check failed (/, Sys.Audit)".into(),
+                    errors: Default::default(),
+                })
+            });
+        }
+        self.0.call(req)
+    }
+
+    fn endpoint(&self) -> String {
+        self.0.endpoint()
+    }
+
+    fn api_user(&self) -> Option<String> {
+        self.0.api_user()
+    }
+
+    fn is_root(&self) -> bool {
+        self.0.is_root()
+    }
+}
+
+#[tokio::test]
+async fn an_unreadable_ha_resource_list_does_not_block_ensure() {
+    let sim = pve_sim::Sim::new(ops_support::sim_config()).unwrap();
+    let backend = NoSysAudit(node_agent::backend::SimBackend::new(
+        sim.clone(),
+        pve_sim::Caller::token("root@pam", "fleet"),
+        NODE,
+    ));
+    let ops = node_agent::ops::VmOps::new(pve::Client::new(backend), NODE).with_snippets(
+        std::sync::Arc::new(node_agent::ops::SimSnippetWriter::new(sim.clone())),
+    );
+    let obs = ops
+        .ensure(&ensure_cmd(web_spec("web-1"), 101))
+        .await
+        .unwrap();
+    assert!(obs.running);
+    ops.ensure(&ensure_cmd(web_spec("web-1"), 101))
+        .await
+        .unwrap();
+}

@@ -89,3 +89,33 @@ async fn power_on_an_absent_vm_is_not_found() {
     let err = h.ops.power(&op(PowerAction::Start)).await.unwrap_err();
     assert_eq!(err.kind, FailureKind::NotFound, "{}", err.message);
 }
+
+#[tokio::test]
+async fn starting_a_vm_under_pves_ha_manager_is_refused() {
+    let h = harness();
+    let mut spec = web_spec("web-1");
+    spec.state = DesiredState::Stopped;
+    h.ops.ensure(&ensure_cmd(spec, 101)).await.unwrap();
+    h.sim
+        .set_ha_resources(vec![pve_sim::ha::HaResource {
+            sid: "vm:101".into(),
+            state: Some(pve_sim::ha::HaState::Stopped),
+            ..pve_sim::ha::HaResource::default()
+        }])
+        .unwrap();
+    h.reset_calls();
+    for action in [PowerAction::Start, PowerAction::Restart { timeout_secs: 5 }] {
+        let err = h.ops.power(&op(action)).await.unwrap_err();
+        assert_eq!(err.kind, FailureKind::Permanent, "{}", err.message);
+        assert!(
+            err.message
+                .contains("vm:101 is managed by PVE's HA manager (state stopped)"),
+            "{}",
+            err.message
+        );
+    }
+    assert_eq!(h.count(Method::Post, ""), 0);
+    assert_eq!(h.sim.vm_running(101), Some(false));
+    // A stop is not a start: still allowed.
+    h.ops.power(&op(PowerAction::Stop)).await.unwrap();
+}

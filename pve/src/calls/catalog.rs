@@ -222,6 +222,11 @@ pub fn try_catalog() -> Result<Vec<CatalogEntry>, PveError> {
             "/cluster/tasks",
             array_of::<ClusterTaskEntry>(),
         ),
+        entry(
+            ha_resources_request(Some(HaResourceType::Vm))?,
+            "/cluster/ha/resources",
+            array_of::<HaResource>(),
+        ),
         entry(nodes_request()?, "/nodes", array_of::<NodeEntry>()),
         entry(
             node_status_request(NODE)?,

@@ -15,6 +15,7 @@ pub mod catalog;
 pub mod cluster;
 pub mod config_changes;
 pub mod config_keys;
+pub mod ha;
 pub mod network;
 pub mod nodes;
 pub(crate) mod paths;
@@ -39,6 +40,7 @@ pub use config_keys::{
     Bios, CONFIG_KEYS, HotplugFeature, INDEXED_CONFIG_KEYS, OsType, ScsiHw, check_config_key,
     is_config_key,
 };
+pub use ha::{HaResourceType, ha_resources_request};
 pub use network::{NetworkType, network_request};
 pub use nodes::{node_status_request, nodes_request, vm_list_request};
 pub use snapshots::{

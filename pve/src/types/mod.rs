@@ -9,6 +9,7 @@
 pub mod access;
 pub mod agent;
 pub mod cluster;
+pub mod ha;
 pub mod migrate;
 pub mod network;
 pub mod nodes;
@@ -24,6 +25,7 @@ mod drift_tests;
 pub use access::TicketInfo;
 pub use agent::{AgentInterface, AgentInterfaces, AgentIpAddress, UsableIp};
 pub use cluster::{ClusterResource, ClusterStatusEntry, Version};
+pub use ha::HaResource;
 pub use migrate::{BlockingHaResource, LocalDisk, MigratePrecondition, NotAllowedNode};
 pub use network::NetworkInterface;
 pub use nodes::{NodeCpuInfo, NodeEntry, NodeMemory, NodeRootfs, NodeStatus};
@@ -55,6 +57,10 @@ pub const UNDECLARED_FIELDS_READ: &[(&str, &str)] = &[
     ("/cluster/tasks", "status"),
     ("/cluster/tasks", "starttime"),
     ("/cluster/tasks", "endtime"),
+    // HA resource entries are the resource's config plus `sid`, `type` and `digest`
+    // (pve-ha-manager `API2/HA/Resources.pm` index); the schema lists only `sid`.
+    ("/cluster/ha/resources", "type"),
+    ("/cluster/ha/resources", "state"),
     // Token tasks split the user: `user: root@pam` plus `tokenid` (NOTES §4.2); read by
     // `crate::tasks::TaskStatus`.
     ("/nodes/{node}/tasks/{upid}/status", "tokenid"),
