@@ -138,8 +138,10 @@ fn a_new_leader_waits_a_whole_fence_wait_for_hosts_it_never_acknowledged() {
 #[test]
 fn fencing_never_precedes_the_end_of_any_lease_the_host_may_hold() {
     let lease = CFG.lease_ms;
-    // Agent clock rates (agent ms per real ms): exact, and slower by the full drift.
-    let rates = [(1000_u64, 1000_u64), (1000, 1000 + CFG.drift_permille)];
+    // Agent clock rates (agent ms per real ms): exact, and slower by the drift the design
+    // allows (5 %), fixed here rather than read from the config, so a config without drift or
+    // margin fails this test.
+    let rates = [(1000_u64, 1000_u64), (1000, 1050)];
     let h = hosts(&[(7, HostState::Unreachable)]);
     let mut fenced_checks = 0;
     for leading_since in [0_u64, 3_000, 20_000] {
