@@ -24,14 +24,16 @@ pub mod error;
 pub mod faults;
 pub mod netns;
 pub mod network;
+mod options;
 pub mod record;
 pub mod report;
 pub mod responder;
 pub mod sampler;
 pub mod tcp_probe;
+pub(crate) mod watchers;
 pub mod worker;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,54 +50,7 @@ use network::Network;
 use record::Record;
 use worker::Worker;
 
-/// How a testbed is laid out and how often it looks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BedOptions {
-    /// Host namespaces (at least 3).
-    pub hosts: usize,
-    /// Coordinators, one in each of the first hosts (3 or 5, at most `hosts`).
-    pub coordinators: usize,
-    /// The network is `10.SUBNET.0.0/24`.
-    pub subnet: u8,
-    /// The members' QUIC port, on their host's address.
-    pub member_port: u16,
-    /// The responders' TCP port.
-    pub port: u16,
-    /// The VIP's name.
-    pub vip: String,
-    /// One ARP request every this long.
-    pub arp_every: Duration,
-    /// One TCP probe every this long.
-    pub tcp_every: Duration,
-    /// A TCP probe is given up after this long.
-    pub tcp_timeout: Duration,
-    /// One holder sample every this long.
-    pub sample_every: Duration,
-    /// How long a fault's effect (or a restore) may take to settle: generous, the machines
-    /// are noisy and this is no timing check.
-    pub settle: Duration,
-    /// How long starting the fleet may take.
-    pub start: Duration,
-}
-
-impl Default for BedOptions {
-    fn default() -> BedOptions {
-        BedOptions {
-            hosts: 4,
-            coordinators: 3,
-            subnet: 61,
-            member_port: 7400,
-            port: 8080,
-            vip: "web".into(),
-            arp_every: Duration::from_millis(5),
-            tcp_every: Duration::from_millis(10),
-            tcp_timeout: Duration::from_millis(50),
-            sample_every: Duration::from_millis(5),
-            settle: Duration::from_secs(20),
-            start: Duration::from_secs(120),
-        }
-    }
-}
+pub use options::BedOptions;
 
 /// A running testbed. Dropping it stops the probes, kills the processes, then removes the
 /// namespaces.
@@ -194,35 +149,8 @@ impl VipBed {
     }
 
     fn start_watchers(&mut self) -> Result<(), BedError> {
-        let client = self.network.client.name().to_string();
-        let addressing = self.network.addressing();
-        let vip = addressing.vip();
-        self.watchers.push(arp_probe::spawn(
-            &client,
-            addressing,
-            self.record.clone(),
-            self.opts.arp_every,
-        )?);
-        self.watchers.push(tcp_probe::spawn(
-            &client,
-            SocketAddr::from((vip, self.opts.port)),
-            self.record.clone(),
-            self.opts.tcp_every,
-            self.opts.tcp_timeout,
-        )?);
-        let hosts = self
-            .network
-            .hosts
-            .iter()
-            .map(|h| h.netns.name().to_string())
-            .collect();
-        self.watchers.push(sampler::spawn(
-            &client,
-            hosts,
-            IpAddr::V4(vip),
-            self.record.clone(),
-            self.opts.sample_every,
-        )?);
+        let started = watchers::start(&self.network, &self.opts, &self.record, sampler::spawn)?;
+        self.watchers.extend(started);
         Ok(())
     }
 

@@ -16,7 +16,6 @@
 //! dropped (keepalived processes first), even when the benchmark fails.
 
 use std::fmt;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,7 +28,7 @@ use crate::vip_bed::netns::unique_prefix;
 use crate::vip_bed::network::Network;
 use crate::vip_bed::record::{Excuse, Record};
 use crate::vip_bed::worker::Worker;
-use crate::vip_bed::{BedOptions, arp_probe, responder, tcp_probe};
+use crate::vip_bed::{BedOptions, responder, watchers};
 
 /// How long a stopping keepalived may take to exit.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -172,35 +171,8 @@ impl KeepalivedBed {
     }
 
     fn start_watchers(&mut self) -> Result<(), BedError> {
-        let client = self.network.client.name().to_string();
-        let addressing = self.network.addressing();
-        let vip = addressing.vip();
-        self.watchers.push(arp_probe::spawn(
-            &client,
-            addressing,
-            self.record.clone(),
-            self.opts.arp_every,
-        )?);
-        self.watchers.push(tcp_probe::spawn(
-            &client,
-            SocketAddr::from((vip, self.opts.port)),
-            self.record.clone(),
-            self.opts.tcp_every,
-            self.opts.tcp_timeout,
-        )?);
-        let hosts = self
-            .network
-            .hosts
-            .iter()
-            .map(|h| h.netns.name().to_string())
-            .collect();
-        self.watchers.push(any_sampler::spawn(
-            &client,
-            hosts,
-            IpAddr::V4(vip),
-            self.record.clone(),
-            self.opts.sample_every,
-        )?);
+        let started = watchers::start(&self.network, &self.opts, &self.record, any_sampler::spawn)?;
+        self.watchers.extend(started);
         Ok(())
     }
 
