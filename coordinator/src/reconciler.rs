@@ -7,8 +7,8 @@
 //!  tick │ wake ─▶ leading? ─no─▶ drop soft state
 //!                   │ yes (new term: confirm the quorum and catch up the state machine first)
 //!                   ▼
-//!  results ─▶ on_result ─▶ apply ─▶ plan(state, live, inflight) ─▶ apply (VMs in parallel,
-//!                                                                   each VM's actions in order)
+//!  results ─▶ on_result ─▶ apply ─▶ recovery::plan(state) ─▶ RecoverVm | EndRecovery
+//!          ─▶ plan(state, live, inflight) ─▶ apply (VMs in parallel, each VM's actions in order)
 //! ```
 
 use std::sync::Arc;
@@ -21,7 +21,9 @@ use crate::leader_ticks::LeaderTicks;
 use crate::service::Ctx;
 use fleet::reconcile::status::{allocation_failed, on_result};
 use fleet::reconcile::{Action, Backoff, Clock, plan};
+use fleet::recovery::{self, RecoveryAction};
 use fleet::state::{FleetState, StateError};
+use protocol::version::RECOVERY;
 
 /// VMs whose actions are applied at the same time (each VM's in order).
 const PARALLEL_VMS: usize = 16;
@@ -60,6 +62,7 @@ impl Reconciler {
                 Err(e) => tracing::warn!(error = %e, "reconciler: cannot read the state"),
             }
         }
+        self.recover().await;
         let now = control.now();
         let (live, inflight) = control.plan_inputs();
         let policy = control.policy();
@@ -70,6 +73,51 @@ impl Reconciler {
         match planned {
             Ok(actions) => self.apply(term, now, actions).await,
             Err(e) => tracing::warn!(error = %e, "reconciler: cannot read the state"),
+        }
+    }
+
+    /// Recovers the VMs of fenced hosts (once the cluster reads the commands that do it):
+    /// the decisions of [`recovery::plan`], one proposal each. A refusal is the state moving
+    /// under the plan (the host came back, the VM was deleted): the next pass sees it.
+    async fn recover(&self) {
+        let now = self.ctx.control.now();
+        let planned = self.ctx.read_local(|s| {
+            (s.cluster_version() >= RECOVERY).then(|| recovery::plan(s, now.unix_ms))
+        });
+        let actions = match planned {
+            Ok(Some(actions)) => actions,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "reconciler: cannot read the state");
+                return;
+            }
+        };
+        for action in actions {
+            match self.ctx.propose_raw(&action.command(now.unix_ms)).await {
+                Ok(Ok(_)) => match &action {
+                    RecoveryAction::Recover {
+                        vm,
+                        to: Some(to),
+                        message,
+                        ..
+                    } => {
+                        tracing::warn!(vm, to, message, "recovering a VM of a fenced host");
+                    }
+                    RecoveryAction::Recover { vm, message, .. } => {
+                        tracing::warn!(vm, message, "a VM of a fenced host waits for a host");
+                    }
+                    RecoveryAction::End { vm, message, .. } => {
+                        tracing::info!(vm, message, "recovery over")
+                    }
+                },
+                Ok(Err(refusal)) => {
+                    tracing::debug!(vm = action.vm(), error = %refusal, "reconciler: recovery refused");
+                }
+                Err(e) => {
+                    tracing::debug!(vm = action.vm(), error = %e, "reconciler: recovery not proposed");
+                    return;
+                }
+            }
         }
     }
 

@@ -23,10 +23,13 @@
 //! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
 //! - [`liveness`]: which silent hosts are unreachable, which are proven fenced (the lease
 //!   arithmetic of safety rules 2 and 3), and what a host that beats again becomes.
+//! - [`recovery`]: where the VMs of a fenced host go (relocate within its PVE cluster,
+//!   recreate elsewhere), which wait for an eligible host, which recoveries are over.
 //! - [`vip`]: VIP decisions: who should own one, the majority-granted lease, health rise/fall.
 
 pub mod liveness;
 pub mod reconcile;
+pub mod recovery;
 pub mod scheduler;
 pub mod state;
 pub mod views;

@@ -83,6 +83,14 @@ pub enum LabError {
     /// A cluster call failed.
     #[error("{0}")]
     Client(#[from] ClientError),
+    /// A call to a simulator's control endpoints or its API failed, on every listener tried.
+    #[error("pve-sim control {call}: {reason}")]
+    SimControl {
+        /// The call (`POST /_sim/nodes/pve-a/power`).
+        call: String,
+        /// What each listener answered, or why the client could not be made.
+        reason: String,
+    },
     /// Writing a file of the lab failed.
     #[error("cannot write {}: {source}", path.display())]
     Write {

@@ -3,11 +3,12 @@
 //! configuration file (`pvefleet-agent run --config FILE`) written from them.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use crate::error::LabError;
 use crate::layout::{host_name, host_zone};
-use crate::pve_node::PveNode;
+use crate::pve_node::NodeAccess;
 
 /// How an agent reaches its PVE node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +72,13 @@ pub struct HostOptions {
     /// How its agent holds VIPs; `None`: simulated in the lab's own namespace (the machine's
     /// network is never touched), the agent's default in a namespace of its own.
     pub vip_holding: Option<VipHolding>,
+    /// The simulated PVE cluster ([`crate::Lab::add_pve_cluster`]) whose node named like this
+    /// host its agent talks to (https or pvesh backend), instead of a `pve-sim` process of its
+    /// own; `None`: a one-node simulator of its own when its backend needs one.
+    pub pve_cluster: Option<String>,
+    /// The address its agent's QUIC connections leave from (`bind_address` in its
+    /// configuration; [`crate::Lab::host_address`] in a partition testbed); `None`: any.
+    pub bind_address: Option<IpAddr>,
 }
 
 impl HostOptions {
@@ -89,6 +97,8 @@ impl HostOptions {
             memory_gib: 64,
             netns: None,
             vip_holding: None,
+            pve_cluster: None,
+            bind_address: None,
         }
     }
 
@@ -128,7 +138,19 @@ impl HostOptions {
         self
     }
 
-    /// Whether the host's PVE is a `pve-sim serve` process of its own.
+    /// The same host as node `self.name` of the simulated PVE cluster `cluster`.
+    pub fn in_pve_cluster(mut self, cluster: impl Into<String>) -> HostOptions {
+        self.pve_cluster = Some(cluster.into());
+        self
+    }
+
+    /// The same host with its agent dialling from `address`.
+    pub fn with_bind_address(mut self, address: IpAddr) -> HostOptions {
+        self.bind_address = Some(address);
+        self
+    }
+
+    /// Whether the host's PVE is a `pve-sim serve` process (of its own, or its cluster's).
     pub fn needs_pve_process(&self) -> bool {
         self.access != PveAccess::Sim
     }
@@ -144,9 +166,9 @@ pub struct AgentFiles {
 }
 
 /// Writes the configuration of the agent of `opts` to `path`: its data directory, host name,
-/// beat and inventory periods, labels, how it holds VIPs (if said), and the `[pve]` table of
-/// its backend (`pve` is its
-/// simulator process, needed by the https and pvesh backends; `pvesh_program` the shim).
+/// beat and inventory periods, labels, how it holds VIPs and the address it dials from (each
+/// if said), and the `[pve]` table of its backend (`pve` is how it reaches its simulated node,
+/// needed by the https and pvesh backends; `pvesh_program` the shim).
 ///
 /// # Errors
 /// [`LabError::Write`], or [`LabError::NoSuchPart`] if the backend needs a PVE process that
@@ -155,7 +177,7 @@ pub fn write_agent_config(
     opts: &HostOptions,
     data_dir: &Path,
     path: &Path,
-    pve: Option<&PveNode>,
+    pve: Option<&NodeAccess>,
     pvesh_program: Option<&Path>,
 ) -> Result<AgentFiles, LabError> {
     let int = |n: u64| toml::Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
@@ -185,6 +207,10 @@ pub fn write_agent_config(
     if let Some(holding) = holding {
         table.insert("vip_holding".into(), holding.as_str().into());
     }
+    // Only when set: agents older than the key refuse it.
+    if let Some(address) = opts.bind_address {
+        table.insert("bind_address".into(), address.to_string().into());
+    }
     let mut backend = toml::Table::new();
     let missing = || {
         LabError::NoSuchPart(format!(
@@ -205,14 +231,13 @@ pub fn write_agent_config(
         }
         PveAccess::Https => {
             let node = pve.ok_or_else(missing)?;
-            let ready = &node.server.ready;
             backend.insert("backend".into(), "https".into());
-            backend.insert("url".into(), node.url().into());
+            backend.insert("url".into(), node.url.clone().into());
             backend.insert(
                 "token_file".into(),
-                ready.token_file.display().to_string().into(),
+                node.token_file.display().to_string().into(),
             );
-            backend.insert("ca_file".into(), ready.cert.display().to_string().into());
+            backend.insert("ca_file".into(), node.cert.display().to_string().into());
         }
         PveAccess::Pvesh => {
             let node = pve.ok_or_else(missing)?;
@@ -220,11 +245,11 @@ pub fn write_agent_config(
             backend.insert("backend".into(), "pvesh".into());
             backend.insert("program".into(), program.display().to_string().into());
             backend.insert("timeout_secs".into(), 120.into());
-            env.push(("PVESIM_URL".into(), node.url()));
-            env.push(("PVESIM_CA".into(), node.ca_file().display().to_string()));
+            env.push(("PVESIM_URL".into(), node.url.clone()));
+            env.push(("PVESIM_CA".into(), node.cert.display().to_string()));
             env.push((
                 "PVESIM_PASSWORD_FILE".into(),
-                node.server.ready.password_file.display().to_string(),
+                node.password_file.display().to_string(),
             ));
         }
     }
@@ -288,6 +313,38 @@ mod tests {
         let back: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
         assert_eq!(back["vip_holding"].as_str(), Some("host"));
         assert_eq!(back["pve"]["backend"].as_str(), Some("sim"));
+    }
+
+    #[test]
+    fn a_cluster_node_is_reached_at_its_own_listener_from_the_bind_address() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("pve-b.toml");
+        let opts = HostOptions::new("pve-b", PveAccess::Https)
+            .in_pve_cluster("east")
+            .with_bind_address("127.0.1.2".parse().unwrap());
+        let access = NodeAccess {
+            url: "https://127.0.0.1:40002".into(),
+            cert: "/lab/pve/east/cert.pem".into(),
+            token_file: "/lab/pve/east/token".into(),
+            password_file: "/lab/pve/east/root-password".into(),
+        };
+        write_agent_config(&opts, tmp.path(), &path, Some(&access), None).unwrap();
+        let back: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+        assert_eq!(back["bind_address"].as_str(), Some("127.0.1.2"));
+        assert_eq!(back["pve"]["backend"].as_str(), Some("https"));
+        assert_eq!(back["pve"]["url"].as_str(), Some("https://127.0.0.1:40002"));
+        assert_eq!(
+            back["pve"]["token_file"].as_str(),
+            Some("/lab/pve/east/token")
+        );
+        assert_eq!(
+            back["pve"]["ca_file"].as_str(),
+            Some("/lab/pve/east/cert.pem")
+        );
+        // Without an address the key is left out: older agents refuse keys they do not know.
+        write_agent_config(&HostOptions::demo(0, 1), tmp.path(), &path, None, None).unwrap();
+        let back: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+        assert!(!back.contains_key("bind_address"), "{back:?}");
     }
 
     #[test]

@@ -8,8 +8,13 @@
 //! A member or an agent may run in a network namespace the caller made ([`MemberAt`],
 //! [`HostOptions::netns`]; see [`crate::netns`]), a member listening on the address it is
 //! given there instead of a free port on 127.0.0.1.
+//!
+//! Several agents may be the hosts of one simulated PVE cluster ([`Lab::add_pve_cluster`],
+//! [`HostOptions::pve_cluster`]): one `pve-sim` process that outlives them all and stops after
+//! them. In a lab run inside a private network namespace each host may have its own loopback
+//! address ([`Lab::host_address`]) so that [`crate::partition`] can cut its links.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,7 +31,8 @@ use crate::join_step::{join_command_in, run_join};
 use crate::layout::{Layout, free_loopback_addr};
 use crate::netns::command_in;
 use crate::process::{Process, Stderr, Stopped, log_tail, run_step};
-use crate::pve_node::{PveNode, node_config};
+use crate::pve_cluster::{PveCluster, PveClusterOptions};
+use crate::pve_node::{NodeAccess, PveNode, node_config};
 
 /// How long a child may take to print its ready line.
 const READY_WAIT: Duration = Duration::from_secs(60);
@@ -133,8 +139,11 @@ pub struct Agent {
     pub netns: Option<String>,
     // Declared before `pve`: dropped (killed) first.
     process: Option<Process>,
-    /// Its PVE host when that is a separate process (https and pvesh backends).
+    /// Its PVE host when that is a process of its own (https and pvesh backends outside a
+    /// simulated cluster).
     pub pve: Option<PveNode>,
+    /// The simulated PVE cluster its host is a node of (see [`Lab::pve_cluster`]).
+    pub pve_cluster: Option<String>,
 }
 
 /// A long-running part of a lab, by its index in [`Lab::members`] or [`Lab::agents`].
@@ -158,8 +167,9 @@ pub struct Teardown {
 /// A fleet of processes. Its parts are addressed by index, in the order they were added.
 #[derive(Debug)]
 pub struct Lab {
-    // Declared first: dropped (killed) first.
+    // Declared first: dropped (killed) first; then the clusters their hosts are nodes of.
     agents: Vec<Agent>,
+    pve_clusters: Vec<PveCluster>,
     members: Vec<Member>,
     layout: Layout,
     options: LabOptions,
@@ -188,6 +198,7 @@ impl Lab {
         let layout = Layout::create(options.dir.as_deref(), &options.prefix)?;
         Ok(Lab {
             agents: Vec::new(),
+            pve_clusters: Vec::new(),
             members: Vec::new(),
             layout,
             options,
@@ -249,6 +260,74 @@ impl Lab {
         self.agents
             .get(i)
             .ok_or_else(|| LabError::NoSuchPart(format!("no agent {i}")))
+    }
+
+    /// The simulated PVE cluster `name`.
+    pub fn pve_cluster(&self, name: &str) -> Option<&PveCluster> {
+        self.pve_clusters.iter().find(|c| c.name == name)
+    }
+
+    /// The simulated PVE clusters, in the order they were added.
+    pub fn pve_clusters(&self) -> &[PveCluster] {
+        &self.pve_clusters
+    }
+
+    /// Host `n`'s own loopback address, `127.0.1.n` (`n` in 1..=254), for a lab run inside a
+    /// private network namespace: the IP of its member's `listen` ([`MemberAt`]) and its agent's
+    /// [`HostOptions::bind_address`], so [`crate::Partitions`] can cut its links.
+    pub fn host_address(n: u32) -> IpAddr {
+        crate::partition::host_address(n)
+    }
+
+    /// Starts the simulated PVE cluster of `opts` (one `pve-sim serve` process, every node on
+    /// its own listener) for the agents of its hosts ([`HostOptions::in_pve_cluster`]). It
+    /// stops after the agents, in [`Lab::stop`] or when the lab drops.
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if the lab has a cluster of that name already or `opts` is
+    /// refused; else what the start failed on.
+    pub async fn add_pve_cluster(&mut self, opts: &PveClusterOptions) -> Result<(), LabError> {
+        if self.pve_cluster(&opts.name).is_some() {
+            return Err(LabError::NoSuchPart(format!(
+                "the lab has a PVE cluster {} already",
+                opts.name
+            )));
+        }
+        // A dot never appears in a PVE node name: these paths never collide with a host's.
+        let key = format!("{}.cluster", opts.name);
+        let cluster = PveCluster::start(
+            &self.options.binaries,
+            opts,
+            &self.layout.pve_config(&key),
+            &self.layout.pve_dir(&key),
+            &self.layout.pve_log(&key),
+            self.options.stderr,
+        )
+        .await?;
+        self.pve_clusters.push(cluster);
+        Ok(())
+    }
+
+    /// How the agent of `opts` reaches node `opts.name` of its cluster.
+    fn cluster_access(&self, opts: &HostOptions, cluster: &str) -> Result<NodeAccess, LabError> {
+        let host = &opts.name;
+        if opts.access == PveAccess::Sim {
+            return Err(LabError::NoSuchPart(format!(
+                "host {host}: its sim backend simulates PVE in the agent, it cannot be a node \
+                 of PVE cluster {cluster}"
+            )));
+        }
+        let c = self.pve_cluster(cluster).ok_or_else(|| {
+            LabError::NoSuchPart(format!(
+                "host {host}: the lab has no PVE cluster {cluster} (add it with add_pve_cluster)"
+            ))
+        })?;
+        c.access(host).ok_or_else(|| {
+            LabError::NoSuchPart(format!(
+                "host {host}: PVE cluster {cluster} has no node {host} (its nodes: {})",
+                c.nodes.keys().cloned().collect::<Vec<_>>().join(", ")
+            ))
+        })
     }
 
     /// The index of the agent of host `host`.
@@ -483,7 +562,9 @@ impl Lab {
     }
 
     /// Joins (with `token`, through the founder) and runs the agent of `opts`, starting its
-    /// PVE host process first when its backend needs one; its index.
+    /// PVE host process first when its backend needs one and it is no node of a simulated
+    /// cluster ([`HostOptions::pve_cluster`]: the agent talks to its node's listener there);
+    /// its index.
     ///
     /// # Errors
     /// [`LabError`] naming the step that failed.
@@ -496,7 +577,11 @@ impl Lab {
             )));
         }
         let bins = self.options.binaries.clone();
-        let pve = if opts.needs_pve_process() {
+        let cluster_access = match &opts.pve_cluster {
+            Some(cluster) => Some(self.cluster_access(opts, cluster)?),
+            None => None,
+        };
+        let pve = if opts.needs_pve_process() && cluster_access.is_none() {
             let dir = self.layout.pve_dir(&host);
             let config = node_config(&host, opts.cpus, opts.time_scale, opts.agent_ip_delay_secs);
             Some(
@@ -526,11 +611,12 @@ impl Lab {
             PveAccess::Pvesh => Some(bins.path(PVESH_SIM)?),
             PveAccess::Sim | PveAccess::Https => None,
         };
+        let access = cluster_access.or_else(|| pve.as_ref().map(PveNode::access));
         let files = write_agent_config(
             opts,
             &data_dir,
             &self.layout.agent_config(&host),
-            pve.as_ref(),
+            access.as_ref(),
             pvesh.as_deref(),
         )?;
         self.agents.push(Agent {
@@ -542,6 +628,7 @@ impl Lab {
             netns: opts.netns.clone(),
             process: None,
             pve,
+            pve_cluster: opts.pve_cluster.clone(),
         });
         let i = self.agents.len() - 1;
         self.start_agent(i).await?;
@@ -731,8 +818,9 @@ impl Lab {
         }
     }
 
-    /// Stops everything: the agents, then their PVE hosts, then the members, each group in
-    /// parallel, each child SIGTERM then SIGKILL after a grace period.
+    /// Stops everything: the agents, then their PVE hosts (their own and the simulated
+    /// clusters), then the members, each group in parallel, each child SIGTERM then SIGKILL
+    /// after a grace period.
     pub async fn stop(&mut self) -> Teardown {
         let mut teardown = Teardown::default();
         let agents = self
@@ -752,6 +840,9 @@ impl Lab {
         let mut set = tokio::task::JoinSet::new();
         for server in hosts {
             set.spawn(server.stop(STOP_GRACE));
+        }
+        for cluster in self.pve_clusters.drain(..) {
+            set.spawn(cluster.stop(STOP_GRACE));
         }
         count(&mut set, &mut teardown).await;
         let members = self

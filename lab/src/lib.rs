@@ -27,11 +27,17 @@ pub mod join_step;
 pub mod lab;
 pub mod layout;
 pub mod netns;
+pub mod partition;
 pub mod process;
+pub mod pve_cluster;
 pub mod pve_node;
+pub mod sim_control;
 
 pub use binaries::Binaries;
 pub use error::LabError;
 pub use host::{HostOptions, PveAccess, VipHolding};
 pub use lab::{Agent, Lab, LabOptions, Member, MemberAt, Part, Teardown};
+pub use partition::Partitions;
 pub use process::{Stderr, Stopped};
+pub use pve_cluster::{PveCluster, PveClusterOptions, PveNodeOptions};
+pub use sim_control::{SimControl, SimVm};

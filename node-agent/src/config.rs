@@ -10,6 +10,7 @@
 //! inventory_ms = 5000
 //! log = "info"                           # RUST_LOG wins
 //! vip_holding = "auto"                   # or "host" or "simulated" (auto: simulated with sim)
+//! bind_address = "127.0.1.3"             # source address of its QUIC connections (default: any)
 //! [fence]                                # docs/design/fencing-agent.md
 //! lead_ms = 2000                         # fence this long before the lease ends
 //! reset = "auto"                         # or "host" or "simulated" (auto: simulated with sim)
@@ -26,10 +27,11 @@
 //! The packaged, documented file is `packaging/etc/agent.toml` (installed as
 //! [`DEFAULT_CONFIG_PATH`]); `tests/agent_config_and_docs.rs` keeps it parsing to the defaults.
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use protocol::spec::Labels;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 pub use crate::fence::settings::{FenceConfig, GuardMode, ResetMode};
 
@@ -82,6 +84,15 @@ pub struct AgentConfig {
     /// touches an interface.
     #[serde(default)]
     pub vip_holding: VipHolding,
+    /// The local address the agent's QUIC connections to the coordinators leave from (an IP
+    /// address of this host, any port); `None` (the default): any address, the kernel picks
+    /// by route. Testbeds give each host its own loopback address and cut its links by it.
+    #[serde(
+        default,
+        deserialize_with = "ip_address",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bind_address: Option<IpAddr>,
     /// What the agent does when its lease runs out, and the guard that backs it up.
     #[serde(default)]
     pub fence: FenceConfig,
@@ -426,6 +437,26 @@ fn check_host(name: &str, labels: &Labels) -> Result<(), (String, String)> {
     })
 }
 
+/// `bind_address`: an IP address, refused with a message naming the key otherwise (the
+/// parser's own text for `IpAddr` says neither).
+fn ip_address<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IpAddr>, D::Error> {
+    struct Ip;
+    impl serde::de::Visitor<'_> for Ip {
+        type Value = IpAddr;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("bind_address: an IP address as a string (e.g. \"127.0.1.3\" or \"::1\")")
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<IpAddr, E> {
+            text.parse().map_err(|_| {
+                E::custom(format!(
+                    "bind_address: '{text}' is not an IP address (e.g. 127.0.1.3 or ::1)"
+                ))
+            })
+        }
+    }
+    d.deserialize_str(Ip).map(Some)
+}
+
 fn is_bridge_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 15 && name.bytes().all(|b| b.is_ascii_alphanumeric())
 }
@@ -603,6 +634,20 @@ mod tests {
             let err = parse(text).unwrap_err();
             assert!(err.contains(field), "{text:?}: {err}");
             assert!(err.contains("agent.toml"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_bind_address_is_an_optional_ip_address() {
+        assert_eq!(parse(SIM).unwrap().bind_address, None);
+        for (text, want) in [("127.0.1.3", "127.0.1.3"), ("::1", "::1")] {
+            let c = parse(&format!("bind_address = \"{text}\"\n{SIM}")).unwrap();
+            assert_eq!(c.bind_address, Some(want.parse().unwrap()));
+        }
+        for bad in ["\"127.0.1\"", "\"127.0.1.3:7400\"", "\"pve1\"", "3"] {
+            let err = parse(&format!("bind_address = {bad}\n{SIM}")).unwrap_err();
+            assert!(err.contains("bind_address"), "{bad}: {err}");
+            assert!(err.contains("an IP address"), "{bad}: {err}");
         }
     }
 

@@ -11,12 +11,15 @@
 //!         ─▶ close the endpoint
 //! ```
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ::daemon::notify::Notifier;
 use bootstrap::{BootstrapError, NodeDir};
+use protocol::fleet::PVE_CLUSTER_LABEL;
+use protocol::spec::Labels;
 use protocol::{NodeId, Role};
 use pve_sim::Sim;
 use serde::{Deserialize, Serialize};
@@ -31,9 +34,12 @@ use crate::config::{AgentConfig, ConfigError};
 use crate::error::JournalError;
 use crate::executor::Executor;
 use crate::fence::guests::GuestStopper;
+use crate::fence::settings::Reset;
+use crate::fence::sim_power::SimNode;
 use crate::fence::{FenceError, Fencer, FencerConfig, StartGate};
 use crate::inventory::{self, Collector};
 use crate::journal::Journal;
+use crate::ops::cluster_fs::ClusterFs;
 use crate::ops::{SimSnippetWriter, VmOps};
 use crate::session::{
     CertRenewal, MAX_CONCURRENT, RENEW_CHECK, Session, SessionConfig, SessionStatus, Target,
@@ -194,13 +200,20 @@ impl Agent {
         let pve = backend::connect(&config.pve, &host)?;
         // Closed by the fencer while the lease runs out: no command starts a guest then.
         let gate = StartGate::new();
-        let mut ops = VmOps::new(pve.client.clone(), host.clone()).with_start_gate(gate.clone());
+        let mut ops = VmOps::new(pve.client.clone(), host.clone())
+            .with_start_gate(gate.clone())
+            .with_cluster_fs(cluster_fs(&config, &host));
         // A simulated node has no storage directories: its snippets live in the simulator.
         if let Some(sim) = &pve.sim {
             ops = ops.with_snippets(Arc::new(SimSnippetWriter::new(sim.clone())));
         }
         let executor = Executor::new(journal, ops);
-        let endpoint = Endpoint::client(&tls, transport_config()).map_err(AgentError::Endpoint)?;
+        // A configured source address lets a testbed cut this host's links by address.
+        let endpoint = match config.bind_address {
+            Some(ip) => Endpoint::client_on(SocketAddr::new(ip, 0), &tls, transport_config()),
+            None => Endpoint::client(&tls, transport_config()),
+        }
+        .map_err(AgentError::Endpoint)?;
 
         let (sender, feed) = inventory::feed();
         let collector = Collector::new(
@@ -218,7 +231,8 @@ impl Agent {
         let session = Session::new(
             SessionConfig {
                 host_name: host.clone(),
-                labels: config.labels.clone(),
+                labels: with_pve_cluster(config.labels.clone(), &pve.client, config.pve.is_sim())
+                    .await,
                 heartbeat: Duration::from_millis(config.heartbeat_ms),
                 members: members.clone(),
                 max_concurrent: MAX_CONCURRENT,
@@ -297,6 +311,42 @@ fn keeper<H: Holder>(
         holder,
         KeeperConfig::DEFAULT,
     )
+}
+
+/// How relocated VMs are taken over: through the simulator when the host is simulated (its
+/// reset is, too), pmxcfs at `/etc/pve` on a PVE host, nothing for an in-process node.
+fn cluster_fs(config: &AgentConfig, host: &str) -> ClusterFs {
+    if config.pve.is_sim() {
+        return ClusterFs::Unavailable;
+    }
+    match config.fence.reset(false) {
+        Reset::Simulated => SimNode::of(&config.pve, host, |k| std::env::var(k).ok())
+            .map_or(ClusterFs::Unavailable, ClusterFs::Simulator),
+        Reset::Host => ClusterFs::Pmxcfs(PathBuf::from("/etc/pve")),
+    }
+}
+
+/// `labels` with [`PVE_CLUSTER_LABEL`] set to the name of the PVE cluster the node belongs to
+/// (from `GET /cluster/status`), which a relocation stays within; left out on a standalone
+/// node, for the in-process simulated node (a cluster of one), and when PVE cannot say (a
+/// warning: the host is then treated as standalone until the agent restarts).
+async fn with_pve_cluster(mut labels: Labels, client: &pve::Client, in_process: bool) -> Labels {
+    labels.remove(PVE_CLUSTER_LABEL);
+    if in_process {
+        return labels;
+    }
+    match client.cluster_status().await {
+        Ok(entries) => {
+            if let Some(c) = entries.iter().find(|e| e.kind == "cluster") {
+                labels.insert(PVE_CLUSTER_LABEL.to_string(), c.name.clone());
+            }
+        }
+        Err(e) => tracing::warn!(
+            error = %e,
+            "cannot read the PVE cluster's name (GET /cluster/status): this host counts as a standalone node, no VM is relocated to or from it"
+        ),
+    }
+    labels
 }
 
 async fn open_journal(dir: PathBuf) -> Result<Journal, AgentError> {

@@ -59,6 +59,7 @@ mod tests {
                 ips: vec![],
                 pool_dns: vec![],
                 ip_wait_secs: 0,
+                take_over: None,
             })),
         }
     }

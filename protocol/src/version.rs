@@ -52,6 +52,10 @@ pub const HOST_LIVENESS: Version = Version(2);
 /// `ApplyVm`; a spec v1 can carry exactly is still written in the v1 layout (`VmSpecV1`).
 pub const HA_SETTINGS: Version = Version(2);
 
+/// The version that introduced the recovery of a fenced host's guests: `RecoverVm`,
+/// `EndRecovery`, the state's recoveries and `EnsureVm::take_over`.
+pub const RECOVERY: Version = Version(2);
+
 impl Version {
     /// Whether this build reads and writes `self`.
     pub fn is_supported(self) -> bool {

@@ -20,10 +20,13 @@
 //!   reset ([`node_power`]: its VMs die, it stops answering while off, it boots with a new
 //!   boot time); [`Sim::move_vm_config`] moves a stopped VM's config to another node as
 //!   pve-ha-manager does for a fenced node; [`Sim::set_ha_resources`] puts guests under PVE's
-//!   own HA manager ([`ha`], read back by `GET /cluster/ha/resources`).
+//!   own HA manager ([`ha`], read back by `GET /cluster/ha/resources`); [`Sim::set_vm_lock`]
+//!   leaves the `lock:` a backup or migration cut short by a dead node leaves, and
+//!   [`Sim::clear_vm_lock`] removes it from a (possibly powered-off) node's directory as root
+//!   does in `/etc/pve`.
 //! - Over HTTPS the same controls live under `/_sim/...` (see the `server` module's control
-//!   endpoints): `faults`, `vm/{vmid}/power`, `nodes/{node}/power`, `pmxcfs/move-config`,
-//!   `ha/resources`, `snippets/...`.
+//!   endpoints): `faults`, `vm/{vmid}/power`, `vm/{vmid}/lock`, `nodes/{node}/power`,
+//!   `pmxcfs/move-config`, `pmxcfs/clear-lock`, `ha/resources`, `snippets/...`.
 //!
 //! The simulator builds its JSON on its own, independently of the `pve` client's types, so a
 //! decoding bug in the client fails a test instead of being mirrored.

@@ -324,6 +324,25 @@ impl Sim {
         self.inner.cluster.move_vm_config(vmid, from, to)
     }
 
+    /// Set (`Some("backup")`) or clear (`None`) the `lock:` line of a VM's config behind the
+    /// API, as a backup, clone or migration that was running when its node died leaves it;
+    /// works whatever the power state of the node holding the config. Errors carry the status
+    /// a control endpoint answers: 404 `VM <vmid> does not exist`, 400 for a value PVE does not
+    /// know (backup, clone, create, migrate, rollback, snapshot, snapshot-delete, suspending,
+    /// suspended, copy, disk, fstrim, mounted), with nothing changed.
+    pub fn set_vm_lock(&self, vmid: u32, lock: Option<&str>) -> Result<(), ApiError> {
+        self.inner.cluster.set_vm_lock(vmid, lock)
+    }
+
+    /// Remove the `lock:` line from VM `vmid`'s config file in node `node`'s directory, as
+    /// root does by editing `/etc/pve/nodes/<node>/qemu-server/<vmid>.conf` on a live node of
+    /// the cluster (so `node` may be powered off); returns the lock it had (`None`: the config
+    /// was not locked, nothing changed). 404 for an unknown node or a config not on `node`
+    /// (`Configuration file 'nodes/<node>/qemu-server/<vmid>.conf' does not exist`).
+    pub fn clear_vm_lock(&self, vmid: u32, node: &str) -> Result<Option<String>, ApiError> {
+        self.inner.cluster.clear_vm_lock(vmid, node)
+    }
+
     /// Replace PVE's HA resources (`/etc/pve/ha/resources.cfg`) with `resources`; returns
     /// them as stored (full sids such as `vm:100`, `type` filled in). A refused list (400,
     /// PVE's text) leaves the configuration as it was.

@@ -609,6 +609,39 @@ pub fn commands() -> Vec<Command> {
             spec: Box::new(vm_spec_ha()),
             now,
         },
+        // Encoding v2: recovering the guests of a fenced host. "web" (on host 3) becomes an
+        // HA guest, host 3 is fenced; no other host is eligible, so it waits; then it is over.
+        Command::ApplyVm {
+            spec: Box::new(VmSpec {
+                ha: HaSpec {
+                    recovery: RecoveryMode::Relocate,
+                    max_restart: 2,
+                    ..HaSpec::started()
+                },
+                ..vm_spec()
+            }),
+            now,
+        },
+        Command::SetHostLiveness {
+            id: 3,
+            expected: HostState::Unreachable,
+            state: HostState::Fenced,
+            reason: "lease provably over: silent since 11.0 s".into(),
+            now,
+        },
+        Command::RecoverVm {
+            name: "web".into(),
+            from: 3,
+            to: None,
+            message: "no eligible host for VM db: no hosts registered".into(),
+            now,
+        },
+        Command::EndRecovery {
+            name: "web".into(),
+            from: 3,
+            message: "recovery from pve-a over: its host is online again".into(),
+            now,
+        },
     ]
 }
 
@@ -720,6 +753,7 @@ fn heartbeat_ack() -> HeartbeatAck {
                     ips: web.assignment.ips.clone(),
                     pool_dns: vec!["10.0.0.53".into()],
                     ip_wait_secs: 60,
+                    take_over: None,
                 })),
             },
             AgentCommand {
@@ -968,6 +1002,7 @@ fn wire_samples(out: &mut Vec<Golden>) {
         admin::VmList { read },
         admin::VmListReply {
             vms: view.vms.clone(),
+            recoveries: Default::default(),
         },
     );
     rpc(

@@ -45,11 +45,17 @@ impl Render for VmListReply {
         }
         let mut t = Table::new(&["NAME", "HOST", "VMID", "STATE", "HA", "IPS", "AGE"]);
         for vm in &self.vms {
+            // A VM being recovered from a fenced host says so until it settled.
+            let state = match self.recoveries.get(&vm.spec.name) {
+                Some(r) if r.is_waiting() => "recovering (waiting)".to_string(),
+                Some(_) => "recovering".to_string(),
+                None => phase(vm),
+            };
             t.row(vec![
                 vm.spec.name.clone(),
                 ctx.host(vm.assignment.host),
                 or_dash(vm.assignment.vmid),
-                phase(vm),
+                state,
                 or_dash(vm.spec.ha.state),
                 addresses(vm),
                 age(ctx.now, vm.created_at),

@@ -131,7 +131,12 @@ async fn reads_are_linearizable_unless_stale_is_asked_for() {
     let mut router = Router::new();
     router.handle(Service::Admin, move |_caller, req: VmList| {
         seen.lock().unwrap().push(req.read);
-        async move { Ok(VmListReply { vms: Vec::new() }) }
+        async move {
+            Ok(VmListReply {
+                vms: Vec::new(),
+                recoveries: Default::default(),
+            })
+        }
     });
     let member = FakeMember::start(&pki, 1, router);
     let config = pki.write_config(&[&member]);
@@ -140,7 +145,7 @@ async fn reads_are_linearizable_unless_stale_is_asked_for() {
     result.unwrap();
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&out).unwrap(),
-        json!({"vms": []})
+        json!({"vms": [], "recoveries": {}})
     );
     let (result, _) = pvefleet(&config, &["vm", "ls", "--stale", "-o", "json"]).await;
     result.unwrap();

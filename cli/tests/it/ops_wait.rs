@@ -44,7 +44,12 @@ fn member(pki: &Pki, list: fn(usize) -> Vec<VmRecord>) -> FakeMember {
         let mut n = polls.lock().unwrap();
         let vms = list(*n);
         *n += 1;
-        async move { Ok(VmListReply { vms }) }
+        async move {
+            Ok(VmListReply {
+                vms,
+                recoveries: Default::default(),
+            })
+        }
     });
     FakeMember::start(pki, 1, router)
 }

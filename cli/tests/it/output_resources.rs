@@ -13,6 +13,7 @@ use serde_json::json;
 fn vm_list_shows_hosts_by_name_and_sizes_and_ages_in_human_units() {
     let list = VmListReply {
         vms: vec![db_1(), web_1()],
+        recoveries: Default::default(),
     };
     assert_eq!(
         table(&list),
@@ -283,8 +284,14 @@ fn direct_allocations() {
 fn empty_lists_say_how_to_add_the_first_entry_and_stay_valid_json() {
     let cases: Vec<(String, serde_json::Value, &str)> = vec![
         (
-            table(&VmListReply { vms: vec![] }),
-            json_of(&VmListReply { vms: vec![] }),
+            table(&VmListReply {
+                vms: vec![],
+                recoveries: Default::default(),
+            }),
+            json_of(&VmListReply {
+                vms: vec![],
+                recoveries: Default::default(),
+            }),
             "pvefleet vm apply -f FILE",
         ),
         (
@@ -310,7 +317,13 @@ fn empty_lists_say_how_to_add_the_first_entry_and_stay_valid_json() {
     ];
     for (text, json, hint) in cases {
         assert!(text.contains(hint), "{text}");
-        let list = json.as_object().unwrap().values().next().unwrap();
+        // The list itself (a VM list also carries its recoveries, a map).
+        let list = json
+            .as_object()
+            .unwrap()
+            .values()
+            .find(|v| v.is_array())
+            .unwrap();
         assert_eq!(list, &json!([]));
     }
 }

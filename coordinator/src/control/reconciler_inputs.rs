@@ -97,7 +97,7 @@ impl Control {
     }
 
     /// Keeps the soft state in line with the replicated one: generations for command ids,
-    /// no memory of VMs that are gone, no commands for removed hosts.
+    /// no memory of VMs that are gone, no commands for removed or fenced hosts.
     pub(crate) fn note_state(&self, state: &FleetState) {
         let mut inner = self.lock();
         let generations: HashMap<String, u64> = state
@@ -107,11 +107,16 @@ impl Control {
             .collect();
         inner.memory.retain(|vm, _| generations.contains_key(vm));
         inner.generations = generations;
+        // A fenced host runs nothing: its commands are moot (their VMs are recovered
+        // elsewhere), and one kept here would block the VM's next command until it expired.
+        // It gets fresh ones when it is back.
         inner.outbox.retain_hosts(|h| {
-            state
-                .hosts()
-                .get(&h)
-                .is_some_and(|h| h.state != protocol::fleet::HostState::Removed)
+            state.hosts().get(&h).is_some_and(|h| {
+                !matches!(
+                    h.state,
+                    protocol::fleet::HostState::Removed | protocol::fleet::HostState::Fenced
+                )
+            })
         });
     }
 }

@@ -44,6 +44,7 @@ fn ensure() -> Op {
         ips: vec![],
         pool_dns: vec![],
         ip_wait_secs: 0,
+        take_over: None,
     }))
 }
 

@@ -36,6 +36,7 @@ pub(crate) fn fleet_get(s: &FleetState, _: &FleetGet) -> Result<FleetView, Remot
 pub(crate) fn vm_list(s: &FleetState, _: &VmList) -> Result<VmListReply, RemoteError> {
     Ok(VmListReply {
         vms: s.vms().values().cloned().collect(),
+        recoveries: s.recoveries().clone(),
     })
 }
 

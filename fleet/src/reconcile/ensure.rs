@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use protocol::agent::{EnsureVm, Op};
-use protocol::fleet::{ConditionKind, HostState, VmPhase, VmRecord, VmStatus};
-use protocol::spec::DesiredState;
+use protocol::fleet::{ConditionKind, HostState, TakeOver, VmPhase, VmRecord, VmStatus};
+use protocol::spec::{DesiredState, RecoveryMode};
 
 use super::{Action, Clock, Inflight, LiveHost, LiveView, Policy, VmMemory};
 use crate::state::FleetState;
@@ -220,7 +220,20 @@ pub(super) fn ensure_op(state: &FleetState, rec: &VmRecord, vmid: u32, policy: &
             .collect(),
         pool_dns,
         ip_wait_secs: policy.ip_wait_secs,
+        take_over: take_over(state, rec),
     }))
+}
+
+/// What an agent takes over before it ensures `rec`: the configuration in the fenced node's
+/// directory, while a relocation onto the VM's current host is under way.
+fn take_over(state: &FleetState, rec: &VmRecord) -> Option<TakeOver> {
+    let recovery = state.recovery(&rec.spec.name)?;
+    let relocating = recovery.mode == RecoveryMode::Relocate
+        && recovery.to_host.is_some()
+        && recovery.to_host == rec.assignment.host;
+    relocating.then(|| TakeOver {
+        from_node: recovery.from_node.clone(),
+    })
 }
 
 /// The status of condition `kind`, if recorded.

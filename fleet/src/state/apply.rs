@@ -129,6 +129,19 @@ impl FleetState {
                 now,
             } => self.renew_admin(id, expires_at, now),
             Command::RevokeAdmin { id, now } => self.revoke_admin(id, now),
+            Command::RecoverVm {
+                name,
+                from,
+                to,
+                message,
+                now,
+            } => self.recover_vm(&name, from, to, &message, now),
+            Command::EndRecovery {
+                name,
+                from,
+                message,
+                now,
+            } => self.end_recovery(&name, from, &message, now),
         }
     }
 

@@ -19,7 +19,7 @@ use protocol::spec::{
     VmidRangeSpec,
 };
 use protocol::version::{
-    ADMINS, HA_SETTINGS, HOST_LIVENESS, OLDEST, VIP_HOLDING, Version, VersionRange,
+    ADMINS, HA_SETTINGS, HOST_LIVENESS, OLDEST, RECOVERY, VIP_HOLDING, Version, VersionRange,
 };
 use serde::{Deserialize, Serialize};
 
@@ -373,6 +373,32 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// Recover a VM of the fenced host `from` (v2): place it on `to`, or record that it waits
+    /// for an eligible host (`to` = `None`) with `message` saying why. Refused unless `from` is
+    /// fenced, the VM is still on it and its HA settings recover it.
+    RecoverVm {
+        /// The VM.
+        name: String,
+        /// The fenced host it is on.
+        from: NodeId,
+        /// The online host it goes to; `None`: it waits.
+        to: Option<NodeId>,
+        /// What was decided, or why it waits.
+        message: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Close a VM's recovery from `from` (v2), with `message` as its event.
+    EndRecovery {
+        /// The VM.
+        name: String,
+        /// The fenced host the recovery started from.
+        from: NodeId,
+        /// What happened (the event).
+        message: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
@@ -442,6 +468,7 @@ impl Command {
             }
             Command::SetHostLiveness { .. } => HOST_LIVENESS,
             Command::ApplyVm { .. } => HA_SETTINGS,
+            Command::RecoverVm { .. } | Command::EndRecovery { .. } => RECOVERY,
         }
     }
 
@@ -487,6 +514,8 @@ impl Command {
             Command::SetVipStandby { .. } => "SetVipStandby",
             Command::SetHostLiveness { .. } => "SetHostLiveness",
             Command::ApplyVm { .. } => "ApplyVm",
+            Command::RecoverVm { .. } => "RecoverVm",
+            Command::EndRecovery { .. } => "EndRecovery",
         }
     }
 }

@@ -20,6 +20,7 @@ mod command;
 mod events;
 mod hosts;
 mod ips;
+mod recoveries;
 mod snapshot_v1;
 mod tokens;
 mod versions;
@@ -77,6 +78,7 @@ pub struct FleetState {
     next_admin_id: NodeId,
     /// How far past its first expiry an admin certificate may be renewed (ms).
     admin_renewal_ms: u64,
+    recoveries: BTreeMap<String, protocol::fleet::Recovery>,
 }
 
 impl FleetState {

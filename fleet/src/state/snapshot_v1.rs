@@ -62,6 +62,9 @@ struct Owned {
 /// a VM uses a field v1 cannot carry (never the case at cluster version v1, where only v1
 /// commands apply).
 pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
+    if !state.recoveries.is_empty() {
+        return None;
+    }
     let vms = state
         .vms
         .iter()
@@ -131,6 +134,7 @@ impl From<SnapshotV1> for FleetState {
             admins: BTreeMap::new(),
             next_admin_id: 0,
             admin_renewal_ms: 0,
+            recoveries: BTreeMap::new(),
         }
     }
 }

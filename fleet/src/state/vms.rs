@@ -242,6 +242,7 @@ impl FleetState {
             }
         }
         self.vms.remove(name);
+        self.recoveries.remove(name);
         let what = if released.is_empty() {
             "nothing".to_string()
         } else {

@@ -120,12 +120,23 @@ impl SimNode {
 
     /// `POST /_sim/nodes/{node}/power {"action":"reset"}`.
     pub async fn reset(&self) -> Result<(), SimPowerError> {
+        let path = format!("/_sim/nodes/{}/power", self.node);
+        self.post("reset", &path, &serde_json::json!({"action": "reset"}))
+            .await
+            .map(|_| ())
+    }
+
+    /// `POST {url}{path}` with the JSON `body` to the simulator's control API, authenticated
+    /// as the agent is; the reply's `data`. `step` names the call in errors.
+    pub async fn post(
+        &self,
+        step: &'static str,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value, SimPowerError> {
         let client = self.client()?;
         let base = self.url.trim_end_matches('/');
-        let url = format!("{base}/_sim/nodes/{}/power", self.node);
-        let request = client
-            .post(&url)
-            .json(&serde_json::json!({"action": "reset"}));
+        let request = client.post(format!("{base}{path}")).json(body);
         let request = match &self.auth {
             SimAuth::Token(file) => {
                 let token = read_line(file)?;
@@ -139,19 +150,26 @@ impl SimNode {
             }
         };
         let reply = request.send().await.map_err(|e| SimPowerError::Call {
-            step: "reset",
+            step,
             reason: e.to_string(),
         })?;
         let status = reply.status();
-        if status.is_success() {
-            Ok(())
-        } else {
-            let body = reply.text().await.unwrap_or_default();
-            Err(SimPowerError::Call {
-                step: "reset",
-                reason: format!("{status}: {}", body.trim()),
-            })
+        let body = reply.text().await.unwrap_or_default();
+        if !status.is_success() {
+            // The control API answers PVE's envelope: the message says why.
+            let message = serde_json::from_str::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(str::to_string))
+                .unwrap_or(body);
+            return Err(SimPowerError::Call {
+                step,
+                reason: format!("{status}: {}", message.trim()),
+            });
         }
+        Ok(serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|mut v| v.get_mut("data").map(serde_json::Value::take))
+            .unwrap_or(serde_json::Value::Null))
     }
 
     async fn login(

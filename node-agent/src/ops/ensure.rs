@@ -2,7 +2,8 @@
 //! idempotent, so a re-run after a crash or a periodic resync is safe: it reads the VM, creates
 //! it only when absent, changes only what differs (one config update guarded by the digest,
 //! then disk resizes), restarts for pending changes only when the spec allows, and sets the
-//! power state last. A VM PVE's own HA manager drives is refused before anything changes.
+//! power state last. A VM PVE's own HA manager drives is refused before anything changes. A
+//! relocation first takes the VM's configuration over from the fenced node (`take_over.rs`).
 
 use std::time::Duration;
 
@@ -28,6 +29,9 @@ pub(super) async fn ensure(ops: &VmOps, cmd: &EnsureVm) -> Result<VmObservation,
         name: &cmd.spec.name,
         vmid: cmd.vmid,
     };
+    if let Some(t) = &cmd.take_over {
+        super::take_over::take_over(ops, &s, t).await?;
+    }
     let found = ops.read_config(cmd.vmid).await.at(&s, "lookup")?;
     if let Some(cfg) = &found {
         check_existing(ops, &s, cfg)?;

@@ -3,7 +3,7 @@
 //! changed.
 //!
 //! ```text
-//!  ensure: read config ─▶ owned? ─▶ not PVE HA? ─▶ user-data snippet ─▶ desired (pure) ─▶ clone | create
+//!  ensure: take over (relocation) ─▶ read config ─▶ owned? ─▶ not PVE HA? ─▶ user-data snippet ─▶ desired (pure) ─▶ clone | create
 //!            ─▶ plan(desired, config) (pure) ─▶ one PUT with the digest ─▶ resizes
 //!            ─▶ pending? restart if allowed ─▶ power state ─▶ guest IPs ─▶ observation
 //! ```
@@ -12,6 +12,7 @@
 //! module and its effect files only read PVE, call the plan's changes and wait for tasks.
 
 mod cloud_init;
+pub mod cluster_fs;
 mod create;
 mod delete;
 pub mod desired;
@@ -27,6 +28,7 @@ mod power;
 mod pve_ha;
 mod snapshot;
 pub mod snippets;
+mod take_over;
 mod timeouts;
 mod vm_ops;
 

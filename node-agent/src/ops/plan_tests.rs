@@ -65,6 +65,7 @@ fn cmd(spec: VmSpec) -> EnsureVm {
         }],
         pool_dns: vec!["10.0.0.53".into()],
         ip_wait_secs: 0,
+        take_over: None,
     }
 }
 

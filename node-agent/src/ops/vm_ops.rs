@@ -2,6 +2,7 @@
 //! client, the node name, the snippet writer and the timeouts, with the reads and waits they
 //! all use. The operations themselves are in their own files (`ops/mod.rs` lists them).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -10,6 +11,7 @@ use pve::PveError;
 use pve::calls::ConfigView;
 use pve::types::VmConfig;
 
+use super::cluster_fs::ClusterFs;
 use super::failure::{AtStep, Subject};
 use super::ownership::{self, Ownership};
 use super::snippets::{FsSnippetWriter, SnippetWriter};
@@ -27,6 +29,8 @@ pub struct VmOps {
     pub(super) gate: StartGate,
     /// Whether an unreadable PVE HA resource list was warned about (`pve_ha.rs`).
     pub(super) ha_read_warned: Arc<AtomicBool>,
+    /// How a relocated VM's configuration is taken over (`take_over.rs`).
+    pub(super) cluster_fs: ClusterFs,
 }
 
 impl VmOps {
@@ -41,7 +45,14 @@ impl VmOps {
             timeouts: OpTimeouts::default(),
             gate: StartGate::new(),
             ha_read_warned: Arc::new(AtomicBool::new(false)),
+            cluster_fs: ClusterFs::Pmxcfs(PathBuf::from("/etc/pve")),
         }
+    }
+
+    /// Takes relocated VMs over through `fs` (the default: pmxcfs at `/etc/pve`).
+    pub fn with_cluster_fs(mut self, fs: ClusterFs) -> VmOps {
+        self.cluster_fs = fs;
+        self
     }
 
     /// Starts guests only through `gate` (the agent's fencer closes it when the lease runs

@@ -1,11 +1,13 @@
 //! Admin requests about VMs: apply (create or update by name), list, show, delete, and a direct
 //! VMID allocation for tests.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{ApplyOutcome, ReadMode};
 use crate::encoding::{self, EncodingError};
-use crate::fleet::{VmRecord, VmRecordV1};
+use crate::fleet::{Recovery, VmRecord, VmRecordV1};
 use crate::rpc::Rpc;
 use crate::spec::{VmSpec, VmSpecV1};
 use crate::version::{HA_SETTINGS, Version};
@@ -68,6 +70,9 @@ pub struct VmList {
 pub struct VmListReply {
     /// The VMs.
     pub vms: Vec<VmRecord>,
+    /// The recoveries from fenced hosts under way, by VM name (v2; empty at v1).
+    #[serde(default)]
+    pub recoveries: BTreeMap<String, Recovery>,
 }
 
 impl Rpc for VmList {
@@ -93,6 +98,7 @@ impl Rpc for VmList {
         let vms: Vec<VmRecordV1> = encoding::decode(bytes)?;
         Ok(VmListReply {
             vms: vms.into_iter().map(VmRecord::from).collect(),
+            recoveries: BTreeMap::new(),
         })
     }
 }

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fleet::NicAddress;
+use crate::fleet::{NicAddress, TakeOver};
 use crate::spec::VmSpec;
 
 /// One command for an agent.
@@ -73,6 +73,9 @@ pub struct EnsureVm {
     pub pool_dns: Vec<String>,
     /// How long to wait for guest-agent addresses after a start, in seconds (0 = do not wait).
     pub ip_wait_secs: u32,
+    /// A relocation from a fenced node (v2): take the VM's configuration over from that node's
+    /// directory before anything else. `None` for every other ensure.
+    pub take_over: Option<TakeOver>,
 }
 
 /// Remove a fleet VM from this host.

@@ -64,6 +64,7 @@ impl From<AgentCommandV1> for AgentCommand {
                     ips: e.ips,
                     pool_dns: e.pool_dns,
                     ip_wait_secs: e.ip_wait_secs,
+                    take_over: None,
                 }))
             }
             OpV1::Delete(d) => Op::Delete(d),
@@ -80,6 +81,9 @@ impl AgentCommandV1 {
         if let Op::Ensure(e) = &cmd.op {
             // `exact` is `shown` whenever it is anything.
             VmSpecV1::exact(&e.spec)?;
+            if e.take_over.is_some() {
+                return None;
+            }
         }
         Some(AgentCommandV1::shown(cmd))
     }

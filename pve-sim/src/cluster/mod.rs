@@ -19,6 +19,7 @@ mod agent;
 mod bootstrap;
 mod clock;
 mod config_keys;
+mod config_lock;
 mod config_move;
 mod config_read;
 mod config_text;
@@ -60,6 +61,8 @@ mod tests_agent;
 mod tests_clone;
 #[cfg(test)]
 mod tests_config;
+#[cfg(test)]
+mod tests_config_lock;
 #[cfg(test)]
 mod tests_config_move;
 #[cfg(test)]
@@ -232,6 +235,17 @@ impl Cluster {
     /// Move a stopped VM's config from `from`'s directory to `to`'s (HA recovery).
     pub(crate) fn move_vm_config(&self, vmid: u32, from: &str, to: &str) -> Result<(), ApiError> {
         config_move::move_config(&self.inner, vmid, from, to)
+    }
+
+    /// Set or clear a VM's `lock:` line behind the API (a backup or migration cut short).
+    pub(crate) fn set_vm_lock(&self, vmid: u32, lock: Option<&str>) -> Result<(), ApiError> {
+        config_lock::set_lock(&self.inner, vmid, lock)
+    }
+
+    /// Remove the `lock:` line of the config in `node`'s directory, whatever the node's power
+    /// state; the value it had.
+    pub(crate) fn clear_vm_lock(&self, vmid: u32, node: &str) -> Result<Option<String>, ApiError> {
+        config_lock::clear_lock(&self.inner, vmid, node)
     }
 
     /// Replace PVE's HA resources; the stored configuration.

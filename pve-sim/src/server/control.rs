@@ -5,6 +5,9 @@
 //! - `GET /_sim/faults` → the [`FaultSettings`]; `PUT /_sim/faults` with a `FaultSettings`
 //!   JSON body replaces them.
 //! - `POST /_sim/vm/{vmid}/power` with `{"running": bool}` powers a VM on/off behind the API.
+//! - `POST /_sim/vm/{vmid}/lock` with `{"lock": "backup"}` or `{"lock": null}` sets or
+//!   clears the `lock:` line of a VM's config behind the API (a backup or migration cut short
+//!   by its node's death) → `{"vmid", "lock"}`; unknown VM 404, a lock PVE does not know 400.
 //! - `POST /_sim/nodes/{node}/power` with `{"action": "off" | "on" | "reset"}` powers a host
 //!   ([`crate::node_power`]) → `{"node", "action", "online": bool, "stopped": [vmid, ...]}`
 //!   (the VMs that were running on it); unknown node 404, unknown action 400. A node that is
@@ -12,6 +15,10 @@
 //! - `POST /_sim/pmxcfs/move-config` with `{"vmid": u32, "from": node, "to": node}` moves a
 //!   stopped VM's config between node directories, as pve-ha-manager does for a fenced node
 //!   → `{"vmid", "node": to}`; unknown node or config not on `from` 404, running VM 409.
+//! - `POST /_sim/pmxcfs/clear-lock` with `{"vmid": u32, "node": node}` removes the `lock:`
+//!   line from the config in `node`'s directory, even while `node` is off (root editing the
+//!   file in `/etc/pve` on a live node) → `{"vmid", "node", "lock": previous or null}`; unknown
+//!   node or config not on `node` 404.
 //! - `PUT /_sim/ha/resources` with a JSON list of [`HaResource`] (`[{"sid": "vm:100",
 //!   "state": "started", "max_restart": 1, ...}]`) replaces PVE's HA resources → the list as
 //!   stored (full sids, `type` filled in); a refused list is a 400 with PVE's text.
@@ -72,6 +79,51 @@ struct MoveConfig {
     vmid: u32,
     from: String,
     to: String,
+}
+
+/// The body of `POST /_sim/vm/{vmid}/lock` (`lock` required, `null` clears it).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VmLock {
+    #[serde(deserialize_with = "required_nullable")]
+    lock: Option<String>,
+}
+
+/// A field that must be present but may be `null` (serde treats a missing `Option` as
+/// `None`, which would turn a typo'd body into "clear the lock").
+fn required_nullable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Option::<String>::deserialize(d)
+}
+
+/// The body of `POST /_sim/pmxcfs/clear-lock`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClearLock {
+    vmid: u32,
+    node: String,
+}
+
+fn vm_lock(sim: &Sim, vmid: &str, body: &[u8]) -> Response<OneChunk> {
+    let Ok(vmid) = vmid.parse::<u32>() else {
+        return fail(400, &format!("invalid vmid '{vmid}'"));
+    };
+    match serde_json::from_slice::<VmLock>(body) {
+        Ok(l) => match sim.set_vm_lock(vmid, l.lock.as_deref()) {
+            Ok(()) => ok(json!({ "vmid": vmid, "lock": l.lock })),
+            Err(e) => fail(e.status, &e.message),
+        },
+        Err(e) => fail(400, &format!("invalid lock request: {e}")),
+    }
+}
+
+fn clear_lock(sim: &Sim, body: &[u8]) -> Response<OneChunk> {
+    match serde_json::from_slice::<ClearLock>(body) {
+        Ok(c) => match sim.clear_vm_lock(c.vmid, &c.node) {
+            Ok(previous) => ok(json!({ "vmid": c.vmid, "node": c.node, "lock": previous })),
+            Err(e) => fail(e.status, &e.message),
+        },
+        Err(e) => fail(400, &format!("invalid clear-lock request: {e}")),
+    }
 }
 
 fn node_power(sim: &Sim, node: &str, body: &[u8]) -> Response<OneChunk> {
@@ -172,8 +224,10 @@ pub(crate) async fn handle(sim: &Sim, req: Request<Incoming>) -> Response<OneChu
                 Err(e) => fail(400, &format!("invalid power request: {e}")),
             }
         }
+        (HttpMethod::Post, ["_sim", "vm", vmid, "lock"]) => vm_lock(sim, vmid, &body),
         (HttpMethod::Post, ["_sim", "nodes", node, "power"]) => node_power(sim, node, &body),
         (HttpMethod::Post, ["_sim", "pmxcfs", "move-config"]) => move_config(sim, &body),
+        (HttpMethod::Post, ["_sim", "pmxcfs", "clear-lock"]) => clear_lock(sim, &body),
         (HttpMethod::Put, ["_sim", "ha", "resources"]) => ha_resources(sim, &body),
         (HttpMethod::Put, ["_sim", "snippets", node, storage, filename]) => {
             let content = String::from_utf8_lossy(&body);

@@ -232,3 +232,117 @@ async fn ha_resources_set_by_the_control_are_read_through_the_api() {
         "a refused list changes nothing"
     );
 }
+
+/// The `/cluster/resources?type=vm` entry of VM 100, as the served (live) node answers.
+async fn resource_100(s: &Served) -> Value {
+    let (status, body) = get(s, "/cluster/resources?type=vm", RO_TOKEN).await;
+    assert_eq!(status, 200, "{body}");
+    body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["vmid"] == 100)
+        .cloned()
+        .unwrap_or_else(|| panic!("VM 100 not in {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_set_by_the_control_is_reported_until_cleared() {
+    let s = served().await;
+    running_vm_on_pve2(&s).await;
+    let (status, body) = post(&s, "/vm/100/lock", &json!({"lock": "backup"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"], json!({"vmid": 100, "lock": "backup"}));
+    assert_eq!(resource_100(&s).await["lock"], "backup");
+    let (_, body) = get(&s, "/nodes/pve2/qemu/100/config", AGENT_TOKEN).await;
+    assert_eq!(body["data"]["lock"], "backup");
+
+    let (status, body) = post(&s, "/vm/100/lock", &json!({"lock": "nap"})).await;
+    assert_eq!(status, 400);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("lock: value 'nap' does not have a value in the enumeration 'backup, "),
+        "{body}"
+    );
+    let (status, _) = post(&s, "/vm/100/lock", &json!({})).await;
+    assert_eq!(status, 400, "a missing lock is not a clear");
+    let (status, body) = post(&s, "/vm/555/lock", &json!({"lock": "backup"})).await;
+    assert_eq!(status, 404);
+    assert_eq!(body["message"], "VM 555 does not exist\n");
+    assert_eq!(resource_100(&s).await["lock"], "backup");
+
+    let (status, body) = post(&s, "/vm/100/lock", &json!({"lock": null})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"], json!({"vmid": 100, "lock": null}));
+    assert!(resource_100(&s).await.get("lock").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_nodes_locked_config_is_listed_unlocked_and_moved_through_a_live_node() {
+    let s = served().await;
+    running_vm_on_pve2(&s).await;
+    post(&s, "/vm/100/lock", &json!({"lock": "migrate"})).await;
+    let (status, _) = post(&s, "/nodes/pve2/power", &json!({"action": "off"})).await;
+    assert_eq!(status, 200);
+    // pve1 still lists the dead node's guest with its node and its lock; pve2's pvestatd
+    // sends nothing, so its run state is unknown.
+    let entry = resource_100(&s).await;
+    assert_eq!(entry["node"], "pve2");
+    assert_eq!(entry["lock"], "migrate");
+    assert_eq!(entry["status"], "unknown");
+    assert_eq!(s.sim.vm_running(100), Some(false));
+
+    let clear = json!({"vmid": 100, "node": "pve2"});
+    let (status, body) = post(&s, "/pmxcfs/clear-lock", &clear).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"],
+        json!({"vmid": 100, "node": "pve2", "lock": "migrate"})
+    );
+    assert!(resource_100(&s).await.get("lock").is_none());
+    let (_, body) = post(&s, "/pmxcfs/clear-lock", &clear).await;
+    assert_eq!(body["data"]["lock"], Value::Null, "nothing left to clear");
+    let (status, body) = post(
+        &s,
+        "/pmxcfs/clear-lock",
+        &json!({"vmid": 100, "node": "pve9"}),
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert_eq!(body["message"], "no such cluster node 'pve9'\n");
+    let (status, body) = post(
+        &s,
+        "/pmxcfs/clear-lock",
+        &json!({"vmid": 100, "node": "pve3"}),
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        body["message"],
+        "Configuration file 'nodes/pve3/qemu-server/100.conf' does not exist\n"
+    );
+    let (status, _) = post(&s, "/pmxcfs/clear-lock", &json!({"vmid": 100})).await;
+    assert_eq!(status, 400);
+
+    // The dead node's config moves to a live node, where the guest starts.
+    let mv = json!({"vmid": 100, "from": "pve2", "to": "pve3"});
+    let (status, body) = post(&s, "/pmxcfs/move-config", &mv).await;
+    assert_eq!(status, 200, "{body}");
+    let entry = resource_100(&s).await;
+    assert_eq!(
+        (&entry["node"], &entry["status"]),
+        (&json!("pve3"), &json!("stopped"))
+    );
+    let resp = s
+        .client()
+        .post(s.url("/nodes/pve3/qemu/100/status/start"))
+        .header("Authorization", token_header(AGENT_TOKEN))
+        .form_body(&[])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(s.sim.vm_running(100), Some(true), "tasks are instant here");
+}

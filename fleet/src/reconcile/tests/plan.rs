@@ -182,6 +182,7 @@ fn a_placed_vm_gets_an_ensure_with_its_ids_pool_dns_and_address_wait() {
         }],
         pool_dns: vec!["10.0.0.53".into(), "10.0.0.54".into()],
         ip_wait_secs: 60,
+        take_over: None,
     }));
     assert_eq!(
         actions[1],

@@ -247,5 +247,6 @@ pub(crate) fn ensure_cmd(spec: VmSpec, vmid: u32) -> EnsureVm {
         }],
         pool_dns: vec!["10.0.0.53".into()],
         ip_wait_secs: 5,
+        take_over: None,
     }
 }

@@ -1,0 +1,391 @@
+//! The recovery planner against hand-built states: only fenced hosts' HA guests move, relocate
+//! stays in the PVE cluster on shared storage, recreate leaves it, constraints are honoured,
+//! many guests are spread, a VM with no eligible host waits (one decision per reason), and
+//! entries end when the VM settled or its host came back first. The state machine's side:
+//! a recovery from a host that is not fenced is refused.
+
+use protocol::agent::StorageInfo;
+use protocol::fleet::{Capacity, HostFacts, HostState, PVE_CLUSTER_LABEL, VmPhase, VmStatus};
+use protocol::spec::{DiskSpec, HaSpec, HaState, RecoveryMode, VmSpec};
+use protocol::version::CURRENT;
+
+use super::{RecoveryAction, plan};
+use crate::state::{Command, CommandReply, FleetState};
+
+struct World {
+    state: FleetState,
+    index: u64,
+    now: u64,
+}
+
+impl World {
+    fn new() -> World {
+        let mut w = World {
+            state: FleetState::new(),
+            index: 0,
+            now: 1_000,
+        };
+        w.ok(Command::SetClusterVersion {
+            version: CURRENT,
+            now: 1,
+        });
+        w
+    }
+
+    fn run(&mut self, cmd: Command) -> CommandReply {
+        self.index += 1;
+        self.now += 10;
+        self.state.apply(self.index, cmd)
+    }
+
+    fn ok(&mut self, cmd: Command) {
+        let reply = self.run(cmd.clone());
+        assert!(
+            !matches!(reply, CommandReply::Refused(_)),
+            "{cmd:?}: {reply:?}"
+        );
+    }
+
+    /// Host `id` named `name` in PVE cluster `cluster` (`None`: standalone) with `cpus`
+    /// CPUs, storage `local` and, when `shared`, storage `shared`.
+    fn host(&mut self, id: u64, name: &str, cluster: Option<&str>, cpus: u32, shared: bool) {
+        let mut labels = protocol::spec::Labels::new();
+        if let Some(c) = cluster {
+            labels.insert(PVE_CLUSTER_LABEL.to_string(), c.to_string());
+        }
+        if name.ends_with('a') {
+            labels.insert("zone".into(), "a".into());
+        }
+        self.ok(Command::RegisterHost {
+            id,
+            name: name.into(),
+            labels,
+            capacity: Capacity {
+                cpus,
+                memory_mib: 65_536,
+            },
+            now: self.now,
+        });
+        let storage = |id: &str, shared: bool| StorageInfo {
+            id: id.into(),
+            kind: "dir".into(),
+            content: ["images".to_string()].into(),
+            shared,
+            active: true,
+            total_bytes: 1 << 40,
+            available_bytes: 1 << 40,
+        };
+        let mut storages = vec![storage("local", false)];
+        if shared {
+            storages.push(storage("shared", true));
+        }
+        self.ok(Command::SetHostFacts {
+            id,
+            facts: Box::new(HostFacts {
+                pve_version: "9.1.1".into(),
+                storages,
+                ..HostFacts::default()
+            }),
+        });
+        self.ok(Command::SetHostState {
+            id,
+            state: HostState::Online,
+            now: self.now,
+        });
+    }
+
+    fn fence(&mut self, id: u64) {
+        for (expected, state) in [
+            (HostState::Online, HostState::Unreachable),
+            (HostState::Unreachable, HostState::Fenced),
+        ] {
+            self.ok(Command::SetHostLiveness {
+                id,
+                expected,
+                state,
+                reason: "test".into(),
+                now: self.now,
+            });
+        }
+    }
+
+    fn back(&mut self, id: u64) {
+        self.ok(Command::SetHostLiveness {
+            id,
+            expected: HostState::Fenced,
+            state: HostState::Online,
+            reason: "new session".into(),
+            now: self.now,
+        });
+    }
+
+    /// VM `name` with `ha`, its disk on `storage`, placed on `host`.
+    fn vm(&mut self, name: &str, ha: HaSpec, storage: &str, host: u64) {
+        let mut spec = VmSpec::new(name, 2048);
+        spec.cores = 2;
+        spec.ha = ha;
+        if ha.state == Some(HaState::Stopped) || ha.state == Some(HaState::Disabled) {
+            spec.state = protocol::spec::DesiredState::Stopped;
+        }
+        spec.disks = vec![DiskSpec {
+            slot: "scsi0".into(),
+            storage: Some(storage.into()),
+            size_gib: 8,
+            options: Default::default(),
+        }];
+        self.ok(Command::apply_vm(spec, self.now));
+        self.ok(Command::ScheduleVm {
+            name: name.into(),
+            host: Some(host),
+            expected: None,
+            now: self.now,
+        });
+    }
+
+    /// Applies every decision of a plan; answers them.
+    fn step(&mut self) -> Vec<RecoveryAction> {
+        let actions = plan(&self.state, self.now);
+        for a in &actions {
+            let cmd = a.command(self.now);
+            self.ok(cmd);
+        }
+        actions
+    }
+
+    fn host_of(&self, vm: &str) -> Option<u64> {
+        self.state.vm(vm).unwrap().assignment.host
+    }
+}
+
+fn ha(recovery: RecoveryMode) -> HaSpec {
+    HaSpec {
+        recovery,
+        ..HaSpec::started()
+    }
+}
+
+fn with_state(state: HaState) -> HaSpec {
+    HaSpec {
+        state: Some(state),
+        ..HaSpec::started()
+    }
+}
+
+/// Three nodes of PVE cluster `alpha` with shared storage, and a standalone host.
+fn alpha() -> World {
+    let mut w = World::new();
+    w.host(1, "pve-a", Some("alpha"), 16, true);
+    w.host(2, "pve-b", Some("alpha"), 16, true);
+    w.host(3, "pve-c", Some("alpha"), 16, true);
+    w.host(4, "solo", None, 64, false);
+    w
+}
+
+#[test]
+fn nothing_moves_while_the_host_is_only_unreachable() {
+    let mut w = alpha();
+    w.vm("db", ha(RecoveryMode::Relocate), "shared", 2);
+    w.ok(Command::SetHostLiveness {
+        id: 2,
+        expected: HostState::Online,
+        state: HostState::Unreachable,
+        reason: "silent".into(),
+        now: w.now,
+    });
+    assert_eq!(plan(&w.state, w.now), vec![]);
+    // And the state machine refuses it whatever the proposer believes.
+    let reply = w.run(Command::RecoverVm {
+        name: "db".into(),
+        from: 2,
+        to: Some(1),
+        message: "forced".into(),
+        now: w.now,
+    });
+    assert!(
+        matches!(&reply, CommandReply::Refused(e) if e.to_string().contains("only the VMs of a fenced host")),
+        "{reply:?}"
+    );
+    assert_eq!(w.host_of("db"), Some(2));
+}
+
+#[test]
+fn relocate_stays_in_the_pve_cluster_on_shared_storage_and_ends_when_running() {
+    let mut w = alpha();
+    w.vm("db", ha(RecoveryMode::Relocate), "shared", 2);
+    w.fence(2);
+    let actions = w.step();
+    let [RecoveryAction::Recover { to: Some(to), .. }] = actions.as_slice() else {
+        panic!("{actions:?}");
+    };
+    assert!([1, 3].contains(to), "stays in alpha: {to}");
+    assert_eq!(w.host_of("db"), Some(*to));
+    let r = w.state.recovery("db").unwrap().clone();
+    assert_eq!((r.from_host, r.from_node.as_str()), (2, "pve-b"));
+    // Not settled yet: nothing more to do.
+    assert_eq!(plan(&w.state, w.now), vec![]);
+    let status = VmStatus {
+        phase: VmPhase::Running,
+        current_host: Some(*to),
+        observed_generation: 1,
+        ..VmStatus::default()
+    };
+    w.ok(Command::SetVmStatus {
+        name: "db".into(),
+        status,
+        now: w.now,
+    });
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::End { message, .. }] if message.contains("recovered from fenced host pve-b")),
+        "{actions:?}"
+    );
+    assert!(w.state.recovery("db").is_none());
+}
+
+#[test]
+fn relocate_never_leaves_shared_storage_nor_the_cluster_and_waits_instead() {
+    let mut w = alpha();
+    w.vm("local-disk", ha(RecoveryMode::Relocate), "local", 2);
+    w.fence(2);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::Recover { to: None, message, .. }]
+            if message.contains("no other node of PVE cluster alpha has local as shared storage")),
+        "{actions:?}"
+    );
+    assert_eq!(w.host_of("local-disk"), Some(2));
+    // The same reason is not recorded again every round.
+    assert_eq!(plan(&w.state, w.now), vec![]);
+    // The host comes back before anything was found: the wait ends, the VM never moved.
+    w.back(2);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::End { message, .. }] if message.contains("online again")),
+        "{actions:?}"
+    );
+    assert_eq!(w.host_of("local-disk"), Some(2));
+}
+
+#[test]
+fn a_standalone_host_cannot_relocate_but_recreate_goes_outside_the_cluster() {
+    let mut w = alpha();
+    w.host(5, "solo-2", None, 16, false);
+    w.vm("cattle", ha(RecoveryMode::Recreate), "local", 1);
+    w.vm("pet", ha(RecoveryMode::Relocate), "local", 4);
+    w.fence(1);
+    w.fence(4);
+    w.step();
+    // Recreate never lands in alpha, where VMID and config of the fenced copy still live.
+    assert!(
+        [4, 5].contains(&w.host_of("cattle").unwrap()),
+        "{:?}",
+        w.host_of("cattle")
+    );
+    assert_ne!(w.host_of("cattle"), Some(4), "host 4 is fenced too");
+    let waiting = w.state.recovery("pet").unwrap();
+    assert!(waiting.is_waiting());
+    assert!(
+        waiting.message.contains("standalone"),
+        "{}",
+        waiting.message
+    );
+}
+
+#[test]
+fn disabled_ignored_stopped_none_and_non_ha_vms() {
+    let mut w = alpha();
+    w.vm("dis", with_state(HaState::Disabled), "shared", 2);
+    w.vm("ign", with_state(HaState::Ignored), "shared", 2);
+    w.vm("plain", HaSpec::none(), "shared", 2);
+    w.vm("manual", ha(RecoveryMode::None), "shared", 2);
+    w.vm("parked", with_state(HaState::Stopped), "shared", 2);
+    w.fence(2);
+    let actions = w.step();
+    let moved: Vec<&str> = actions.iter().map(RecoveryAction::vm).collect();
+    assert_eq!(
+        moved,
+        vec!["parked"],
+        "only the HA-stopped guest is recovered (stopped)"
+    );
+    for vm in ["dis", "ign", "plain", "manual"] {
+        assert_eq!(w.host_of(vm), Some(2), "{vm} stays with its host");
+    }
+}
+
+#[test]
+fn placement_constraints_hold_during_recovery() {
+    let mut w = alpha();
+    let mut spec = VmSpec::new("pinned", 1024);
+    spec.ha = ha(RecoveryMode::Relocate);
+    spec.placement.labels.insert("zone".into(), "a".into());
+    spec.disks = vec![DiskSpec {
+        slot: "scsi0".into(),
+        storage: Some("shared".into()),
+        size_gib: 8,
+        options: Default::default(),
+    }];
+    w.ok(Command::apply_vm(spec, w.now));
+    w.ok(Command::ScheduleVm {
+        name: "pinned".into(),
+        host: Some(1),
+        expected: None,
+        now: w.now,
+    });
+    w.fence(1);
+    w.step();
+    let r = w.state.recovery("pinned").unwrap();
+    assert!(
+        r.is_waiting(),
+        "the only zone=a host is the fenced one: {r:?}"
+    );
+    assert_eq!(w.host_of("pinned"), Some(1));
+}
+
+#[test]
+fn seventeen_guests_of_one_host_are_spread_over_the_survivors() {
+    let mut w = World::new();
+    for (id, name) in [(1, "pve-a"), (2, "pve-b"), (3, "pve-c"), (4, "pve-d")] {
+        w.host(id, name, Some("alpha"), 32, true);
+    }
+    for i in 0..17 {
+        w.vm(
+            &format!("vm-{i:02}"),
+            ha(RecoveryMode::Relocate),
+            "shared",
+            1,
+        );
+    }
+    w.fence(1);
+    let actions = w.step();
+    assert_eq!(actions.len(), 17);
+    let mut per_host = std::collections::BTreeMap::new();
+    for i in 0..17 {
+        *per_host
+            .entry(w.host_of(&format!("vm-{i:02}")).unwrap())
+            .or_insert(0) += 1;
+    }
+    assert!(!per_host.contains_key(&1));
+    assert_eq!(per_host.len(), 3, "{per_host:?}");
+    assert!(
+        per_host.values().all(|&n| (5..=6).contains(&n)),
+        "spread evenly: {per_host:?}"
+    );
+}
+
+#[test]
+fn a_recovery_is_refused_onto_a_host_that_is_not_online() {
+    let mut w = alpha();
+    w.vm("db", ha(RecoveryMode::Relocate), "shared", 2);
+    w.fence(2);
+    w.fence(3);
+    let reply = w.run(Command::RecoverVm {
+        name: "db".into(),
+        from: 2,
+        to: Some(3),
+        message: "stale".into(),
+        now: w.now,
+    });
+    assert!(matches!(reply, CommandReply::Refused(_)), "{reply:?}");
+    w.step();
+    assert_eq!(w.host_of("db"), Some(1));
+}

@@ -1,0 +1,311 @@
+//! Cutting a host's fleet links by address, for a lab whose processes all run in one private
+//! network namespace the caller owns (the scenario runner enters it, e.g. with
+//! `unshare --net` and `ip link set lo up`; the lab never makes or enters one for this).
+//!
+//! Each host `N` of such a lab has its own loopback address, [`host_address`] = `127.0.1.N`
+//! (all of 127.0.0.0/8 is local on `lo`, nothing needs adding): its coordinator member listens
+//! there (`listen` of [`crate::MemberAt`]) and its agent dials from there
+//! ([`crate::HostOptions::bind_address`]). A member's one QUIC endpoint is bound to its listen
+//! address and dials from it too, so every fleet packet between hosts carries both hosts'
+//! addresses. [`Partitions::cut`] drops UDP between a host's address and every other address
+//! of 127.0.1.0/24, in both directions; traffic to 127.0.0.1 stays: the simulators listen
+//! there (a partitioned PVE node still reaches its own API), and so do the members' local
+//! HTTP endpoints, and the lab's own admin calls leave from 127.0.0.1 (the kernel's source for
+//! a loopback destination), so a test still reaches a cut-off member.
+//!
+//! ```text
+//!  table inet pvf_scenario
+//!    chain input (hook input: every loopback packet passes it once, on delivery)
+//!      udp 127.0.1.N -> 127.0.1.0/24 except itself: drop
+//!      udp 127.0.1.0/24 except 127.0.1.N -> 127.0.1.N: drop
+//! ```
+//!
+//! The packets are dropped on delivery (hook `input`), not on sending (`output`): a drop at
+//! `output` fails the sender's `sendmsg` with `EPERM`, which no real partition does; at `input`
+//! the datagram is lost silently, as on a cut link.
+//!
+//! The rules are written with the `nft` program, the whole table at once on its stdin
+//! (`nft -f -`, one transaction); its output is never parsed. The table goes with
+//! [`Partitions::remove`] or, best effort, when the value drops.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use crate::error::LabError;
+
+/// The nftables table holding the cuts (family `inet`).
+pub const TABLE: &str = "pvf_scenario";
+/// The network of the hosts' addresses.
+pub const HOSTS_NET: Ipv4Addr = Ipv4Addr::new(127, 0, 1, 0);
+/// Its prefix length.
+pub const HOSTS_PREFIX: u8 = 24;
+/// Where Debian puts `nft` (tried first: a test may run with a `PATH` without `/usr/sbin`).
+const NFT: &str = "/usr/sbin/nft";
+
+/// Host `n`'s address, `127.0.1.n`; `n` is 1..=254 (a larger `n` gives 127.0.1.255, which
+/// [`Partitions`] refuses).
+pub fn host_address(n: u32) -> IpAddr {
+    let last = u8::try_from(n).ok().filter(|n| *n < 255).unwrap_or(255);
+    IpAddr::V4(Ipv4Addr::new(127, 0, 1, last))
+}
+
+/// Whether `addr` is a host address [`Partitions`] can cut (127.0.1.1 to 127.0.1.254).
+fn host_v4(addr: IpAddr) -> Result<Ipv4Addr, LabError> {
+    match addr {
+        IpAddr::V4(v4)
+            if v4.octets()[..3] == HOSTS_NET.octets()[..3]
+                && (1..255).contains(&v4.octets()[3]) =>
+        {
+            Ok(v4)
+        }
+        _ => Err(LabError::NoSuchPart(format!(
+            "{addr} is not a host address of the partition testbed (127.0.1.1 to 127.0.1.254)"
+        ))),
+    }
+}
+
+/// The `nft -f` script that replaces the table with one cutting `cut` off (an empty set:
+/// the table with no rules). The leading `table` line makes the `delete` succeed when the
+/// table does not exist yet.
+pub fn ruleset(cut: &BTreeSet<Ipv4Addr>) -> String {
+    let net = format!("{HOSTS_NET}/{HOSTS_PREFIX}");
+    let mut text = format!(
+        "table inet {TABLE}\ndelete table inet {TABLE}\ntable inet {TABLE} {{\n\tchain input {{\n\
+         \t\ttype filter hook input priority filter; policy accept;\n"
+    );
+    for a in cut {
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            text,
+            "\t\tmeta l4proto udp ip saddr {a} ip daddr {net} ip daddr != {a} drop"
+        );
+        let _ = writeln!(
+            text,
+            "\t\tmeta l4proto udp ip daddr {a} ip saddr {net} ip saddr != {a} drop"
+        );
+    }
+    text.push_str("\t}\n}\n");
+    text
+}
+
+/// The `nft -f` script that removes the table (whether or not it exists).
+pub fn removal() -> String {
+    format!("table inet {TABLE}\ndelete table inet {TABLE}\n")
+}
+
+/// The hosts cut off from each other, as nftables rules of the current network namespace.
+#[derive(Debug)]
+pub struct Partitions {
+    nft: PathBuf,
+    cut: BTreeSet<Ipv4Addr>,
+    /// Whether the table may exist (removed on drop).
+    installed: bool,
+}
+
+impl Default for Partitions {
+    fn default() -> Partitions {
+        Partitions::new()
+    }
+}
+
+impl Partitions {
+    /// No host cut off yet (nothing written until the first change), with `nft` from
+    /// `/usr/sbin` or the `PATH`.
+    pub fn new() -> Partitions {
+        let nft = if Path::new(NFT).exists() { NFT } else { "nft" };
+        Partitions::with_program(PathBuf::from(nft))
+    }
+
+    /// The same with the `nft` program at `nft`.
+    pub fn with_program(nft: PathBuf) -> Partitions {
+        Partitions {
+            nft,
+            cut: BTreeSet::new(),
+            installed: false,
+        }
+    }
+
+    /// The addresses cut off now.
+    pub fn cut_addresses(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.cut.iter().copied().map(IpAddr::V4)
+    }
+
+    /// Cuts host address `addr` off from every other host address (UDP both ways); cutting it
+    /// again changes nothing.
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] for an address outside 127.0.1.1..=254; [`LabError::Spawn`] or
+    /// [`LabError::Step`] if `nft` cannot run or refuses (nothing changes then).
+    pub async fn cut(&mut self, addr: IpAddr) -> Result<(), LabError> {
+        let v4 = host_v4(addr)?;
+        let mut next = self.cut.clone();
+        next.insert(v4);
+        self.apply(next).await
+    }
+
+    /// Ends the cut of `addr` (healing an address not cut changes nothing).
+    ///
+    /// # Errors
+    /// As [`Partitions::cut`].
+    pub async fn heal(&mut self, addr: IpAddr) -> Result<(), LabError> {
+        let v4 = host_v4(addr)?;
+        let mut next = self.cut.clone();
+        next.remove(&v4);
+        self.apply(next).await
+    }
+
+    /// Ends every cut (the table stays, empty, until [`Partitions::remove`]).
+    ///
+    /// # Errors
+    /// [`LabError::Spawn`] or [`LabError::Step`] from `nft`.
+    pub async fn heal_all(&mut self) -> Result<(), LabError> {
+        self.apply(BTreeSet::new()).await
+    }
+
+    /// Removes the table.
+    ///
+    /// # Errors
+    /// [`LabError::Spawn`] or [`LabError::Step`] from `nft`.
+    pub async fn remove(mut self) -> Result<(), LabError> {
+        if self.installed {
+            run_nft(&self.nft, &removal()).await?;
+        }
+        self.installed = false;
+        self.cut.clear();
+        Ok(())
+    }
+
+    async fn apply(&mut self, next: BTreeSet<Ipv4Addr>) -> Result<(), LabError> {
+        self.installed = true;
+        run_nft(&self.nft, &ruleset(&next)).await?;
+        self.cut = next;
+        Ok(())
+    }
+}
+
+impl Drop for Partitions {
+    /// Best effort (a drop cannot wait or report): the table goes unless [`Partitions::remove`]
+    /// took it already; a namespace of its own takes it anyway when it ends.
+    fn drop(&mut self) {
+        if !self.installed {
+            return;
+        }
+        let child = std::process::Command::new(&self.nft)
+            .args(["-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        if let Ok(mut child) = child {
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(removal().as_bytes());
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `nft -f -` with `script` on its stdin.
+async fn run_nft(nft: &Path, script: &str) -> Result<(), LabError> {
+    let what = format!("nft -f - (table inet {TABLE})");
+    let spawn = |source| LabError::Spawn {
+        what: what.clone(),
+        source,
+    };
+    let mut child = Command::new(nft)
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(spawn)?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(script.as_bytes()).await.map_err(spawn)?;
+        // Dropped here: nft reads to the end of its input.
+    }
+    let out = child.wait_with_output().await.map_err(spawn)?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(LabError::Step {
+        what,
+        status: out.status,
+        output: format!(
+            "{}\nthe script was:\n{script}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_have_their_own_loopback_addresses() {
+        assert_eq!(host_address(1), "127.0.1.1".parse::<IpAddr>().unwrap());
+        assert_eq!(host_address(254), "127.0.1.254".parse::<IpAddr>().unwrap());
+        assert_eq!(host_address(300), "127.0.1.255".parse::<IpAddr>().unwrap());
+        assert!(host_v4(host_address(3)).is_ok());
+        for bad in ["127.0.1.255", "127.0.1.0", "127.0.0.1", "10.0.1.3", "::1"] {
+            let e = host_v4(bad.parse().unwrap()).unwrap_err().to_string();
+            assert!(
+                e.contains(bad) && e.contains("127.0.1.1 to 127.0.1.254"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_cut_drops_udp_both_ways_between_the_host_and_the_other_hosts_only() {
+        let cut: BTreeSet<Ipv4Addr> = ["127.0.1.3", "127.0.1.1"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        assert_eq!(
+            ruleset(&cut),
+            "table inet pvf_scenario\n\
+             delete table inet pvf_scenario\n\
+             table inet pvf_scenario {\n\
+             \tchain input {\n\
+             \t\ttype filter hook input priority filter; policy accept;\n\
+             \t\tmeta l4proto udp ip saddr 127.0.1.1 ip daddr 127.0.1.0/24 ip daddr != 127.0.1.1 drop\n\
+             \t\tmeta l4proto udp ip daddr 127.0.1.1 ip saddr 127.0.1.0/24 ip saddr != 127.0.1.1 drop\n\
+             \t\tmeta l4proto udp ip saddr 127.0.1.3 ip daddr 127.0.1.0/24 ip daddr != 127.0.1.3 drop\n\
+             \t\tmeta l4proto udp ip daddr 127.0.1.3 ip saddr 127.0.1.0/24 ip saddr != 127.0.1.3 drop\n\
+             \t}\n\
+             }\n"
+        );
+    }
+
+    #[test]
+    fn healing_everything_leaves_the_table_without_rules_and_removal_deletes_it() {
+        let healed = ruleset(&BTreeSet::new());
+        assert!(healed.contains("chain input"), "{healed}");
+        assert!(!healed.contains("drop"), "{healed}");
+        assert_eq!(
+            removal(),
+            "table inet pvf_scenario\ndelete table inet pvf_scenario\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_address_changes_nothing_and_runs_nothing() {
+        // A program that cannot exist: a run would fail with Spawn.
+        let mut p = Partitions::with_program(PathBuf::from("/nonexistent/nft"));
+        let e = p.cut("127.0.0.1".parse().unwrap()).await.unwrap_err();
+        assert!(matches!(e, LabError::NoSuchPart(_)), "{e}");
+        assert_eq!(p.cut_addresses().count(), 0);
+        let e = p.cut(host_address(2)).await.unwrap_err();
+        assert!(matches!(e, LabError::Spawn { .. }), "{e}");
+        assert_eq!(p.cut_addresses().count(), 0, "a failed cut is not recorded");
+    }
+}
