@@ -34,6 +34,9 @@ use crate::process::{Process, Stderr, Stopped, log_tail, run_step};
 use crate::pve_cluster::{PveCluster, PveClusterOptions};
 use crate::pve_node::{NodeAccess, PveNode, node_config};
 
+/// The agent's fence record in its data directory (node_agent::fence::record::RECORD_FILE).
+const FENCE_RECORD: &str = "fence.json";
+
 /// How long a child may take to print its ready line.
 const READY_WAIT: Duration = Duration::from_secs(60);
 /// How long a child may take to exit on SIGTERM before it is killed.
@@ -688,6 +691,68 @@ impl Lab {
         self.slot(part)
             .and_then(Option::as_mut)
             .is_some_and(|p| p.exited().is_none())
+    }
+
+    /// The control API of the simulator serving agent `i`'s PVE node (its cluster's, or its
+    /// own `pve-sim` process).
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] for an agent with the in-process `sim` backend.
+    pub fn pve_control(&self, i: usize) -> Result<crate::SimControl, LabError> {
+        let agent = self.agent(i)?;
+        if let Some(name) = &agent.pve_cluster {
+            return self
+                .pve_cluster(name)
+                .ok_or_else(|| LabError::NoSuchPart(format!("no PVE cluster {name}")))?
+                .control();
+        }
+        match &agent.pve {
+            Some(node) => node.control(),
+            None => Err(LabError::NoSuchPart(format!(
+                "host {}: its PVE node lives inside its agent",
+                agent.host
+            ))),
+        }
+    }
+
+    /// Powers agent `i`'s host off as a whole: its agent and the agent's fence guard die
+    /// (SIGKILL, as every process of a host that loses power), then its simulated PVE node is
+    /// switched off (its guests stop). Answers the VMIDs that were running. A coordinator
+    /// member on the same host is the caller's to kill.
+    ///
+    /// # Errors
+    /// [`LabError`] if the simulator refuses.
+    pub async fn power_off_host(&mut self, i: usize) -> Result<Vec<u32>, LabError> {
+        let control = self.pve_control(i)?;
+        let (host, dir) = {
+            let agent = self.agent(i)?;
+            (agent.host.clone(), agent.data_dir.clone())
+        };
+        self.kill(Part::Agent(i)).await;
+        crate::guards::end_guards(&[dir]);
+        control.power_node(&host, "off").await
+    }
+
+    /// Powers agent `i`'s host on again: a new boot. Its simulated node is switched on and the
+    /// fence record of the previous boot is removed: on a real host the new boot id makes that
+    /// record stale, and a simulated node cannot change the machine's boot id. The agent is
+    /// not started ([`Lab::start_agent`] does, as the host's init would).
+    ///
+    /// # Errors
+    /// [`LabError`] if the simulator refuses or the record cannot be removed.
+    pub async fn power_on_host(&mut self, i: usize) -> Result<(), LabError> {
+        let control = self.pve_control(i)?;
+        let agent = self.agent(i)?;
+        let (host, record) = (agent.host.clone(), agent.data_dir.join(FENCE_RECORD));
+        control.power_node(&host, "on").await?;
+        match std::fs::remove_file(&record) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(LabError::Write {
+                path: record,
+                source,
+            }),
+        }
     }
 
     /// SIGKILL `part`: no shutdown, no flush beyond what was already durable (an agent's PVE

@@ -25,7 +25,9 @@ use protocol::spec::{
 };
 
 pub use lab::pve_node::{PveNode, node_config};
-pub use lab::{Agent, HostOptions, PveAccess};
+pub use lab::{
+    Agent, HostOptions, PveAccess, PveClusterOptions, PveNodeOptions, SimControl, SimVm,
+};
 pub use pve_node::PveClient;
 
 use crate::coord_cluster::Cluster;
@@ -111,6 +113,45 @@ impl Fleet {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// Starts one `pve-sim serve` serving the nodes of `opts` (agents then join it with
+    /// [`HostOptions::in_pve_cluster`]).
+    pub fn add_pve_cluster(&mut self, opts: &PveClusterOptions) {
+        self.cluster
+            .rt
+            .block_on(self.cluster.lab.add_pve_cluster(opts))
+            .unwrap_or_else(|e| panic!("starting PVE cluster {}: {e}", opts.name));
+    }
+
+    /// Powers host `name` off: its agent and fence guard die, its simulated node goes off;
+    /// the VMIDs that were running.
+    pub fn power_off(&mut self, name: &str) -> Vec<u32> {
+        let i = self.agent_index(name);
+        self.cluster
+            .rt
+            .block_on(self.cluster.lab.power_off_host(i))
+            .unwrap_or_else(|e| panic!("powering {name} off: {e}"))
+    }
+
+    /// Powers host `name` on (a new boot) and starts its agent.
+    pub fn power_on(&mut self, name: &str) {
+        let i = self.agent_index(name);
+        self.cluster
+            .rt
+            .block_on(self.cluster.lab.power_on_host(i))
+            .unwrap_or_else(|e| panic!("powering {name} on: {e}"));
+        self.start_agent(name);
+    }
+
+    /// The control API of PVE cluster `name`'s simulator.
+    pub fn pve_control(&self, name: &str) -> SimControl {
+        self.cluster
+            .lab
+            .pve_cluster(name)
+            .unwrap_or_else(|| panic!("no PVE cluster {name}"))
+            .control()
+            .unwrap_or_else(|e| panic!("control of PVE cluster {name}: {e}"))
     }
 
     /// The agent of host `name`.

@@ -13,6 +13,7 @@ mod examples;
 mod fleet_e2e;
 mod golden;
 mod host_failure;
+mod host_recovery;
 mod launcher;
 mod proxmoxer;
 mod schema_conformance;
