@@ -100,14 +100,19 @@ impl Reconciler {
                         to: Some(to),
                         message,
                         ..
+                    }
+                    | RecoveryAction::Relocate {
+                        vm, to, message, ..
                     } => {
-                        tracing::warn!(vm, to, message, "recovering a VM of a fenced host");
+                        tracing::warn!(vm, to, message, "moving an HA VM");
                     }
-                    RecoveryAction::Recover { vm, message, .. } => {
-                        tracing::warn!(vm, message, "a VM of a fenced host waits for a host");
+                    RecoveryAction::Recover { vm, message, .. }
+                    | RecoveryAction::GiveUp { vm, message } => {
+                        tracing::warn!(vm, message, "an HA VM waits or is given up");
                     }
-                    RecoveryAction::End { vm, message, .. } => {
-                        tracing::info!(vm, message, "recovery over")
+                    RecoveryAction::End { vm, message, .. }
+                    | RecoveryAction::ClearFailures { vm, message } => {
+                        tracing::info!(vm, message, "HA recovery over");
                     }
                 },
                 Ok(Err(refusal)) => {

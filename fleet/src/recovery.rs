@@ -15,12 +15,18 @@
 //!
 //!  recovery entry ─ VM at its desired state on the new host ─▶ EndRecovery ("recovered in N s")
 //!                 ─ its old host back before a new one was found ─▶ EndRecovery
+//!
+//!  failed starts of an HA started VM ─ ≤ max_restart ─▶ retried on its host (the reconciler)
+//!      ─ then, fewer than max_relocate moves ─▶ HaRelocate to the best untried host
+//!      ─ then ─▶ HaGiveUp (PVE's `error`: no retry until its HA state changes)
+//!      ─ running again, or HA state no longer `started` ─▶ HaClearFailures
 //! ```
 //!
 //! Disabled, ignored and non-HA VMs stay with their host (the fence did not stop them either,
 //! docs/design/fencing.md). Guests PVE's own HA manager drives never became fleet VMs: the
 //! agents refuse them.
 
+mod start_failures;
 #[cfg(test)]
 mod tests;
 
@@ -55,6 +61,31 @@ pub enum RecoveryAction {
         /// What happened.
         message: String,
     },
+    /// Move `vm`, whose starts kept failing on `from`, to `to` (`max_relocate`).
+    Relocate {
+        /// The VM.
+        vm: String,
+        /// The host its starts failed on.
+        from: NodeId,
+        /// The best host it has not failed on.
+        to: NodeId,
+        /// Why.
+        message: String,
+    },
+    /// Give up starting `vm` (PVE HA's `error`).
+    GiveUp {
+        /// The VM.
+        vm: String,
+        /// Why, and the way out.
+        message: String,
+    },
+    /// Forget `vm`'s failed starts.
+    ClearFailures {
+        /// The VM.
+        vm: String,
+        /// Why.
+        message: String,
+    },
 }
 
 impl RecoveryAction {
@@ -79,13 +110,39 @@ impl RecoveryAction {
                 message: message.clone(),
                 now,
             },
+            RecoveryAction::Relocate {
+                vm,
+                from,
+                to,
+                message,
+            } => Command::HaRelocate {
+                name: vm.clone(),
+                from: *from,
+                to: *to,
+                message: message.clone(),
+                now,
+            },
+            RecoveryAction::GiveUp { vm, message } => Command::HaGiveUp {
+                name: vm.clone(),
+                message: message.clone(),
+                now,
+            },
+            RecoveryAction::ClearFailures { vm, message } => Command::HaClearFailures {
+                name: vm.clone(),
+                message: message.clone(),
+                now,
+            },
         }
     }
 
     /// The VM the decision is about.
     pub fn vm(&self) -> &str {
         match self {
-            RecoveryAction::Recover { vm, .. } | RecoveryAction::End { vm, .. } => vm,
+            RecoveryAction::Recover { vm, .. }
+            | RecoveryAction::End { vm, .. }
+            | RecoveryAction::Relocate { vm, .. }
+            | RecoveryAction::GiveUp { vm, .. }
+            | RecoveryAction::ClearFailures { vm, .. } => vm,
         }
     }
 }
@@ -107,7 +164,7 @@ pub fn plan(state: &FleetState, now: UnixMillis) -> Vec<RecoveryAction> {
         if rec.deleting || !fenced || !ha.fences() || ha.recovery == RecoveryMode::None {
             continue;
         }
-        let (to, message) = match place(state, rec, from, &mut views) {
+        let (to, message) = match place(state, rec, from, rec.spec.ha.recovery, &[], &mut views) {
             Ok((to, message)) => (Some(to), message),
             Err(why) => (None, why),
         };
@@ -124,6 +181,7 @@ pub fn plan(state: &FleetState, now: UnixMillis) -> Vec<RecoveryAction> {
             message,
         });
     }
+    start_failures::plan(state, &mut views, &mut out);
     out
 }
 
@@ -160,6 +218,10 @@ fn ends(state: &FleetState, now: UnixMillis) -> Vec<RecoveryAction> {
                 r.mode,
                 now.saturating_sub(r.since) as f64 / 1000.0
             ))),
+            Some(_) if state.ha_error(name).is_some() => out.push(end(format!(
+                "recovery from {} over: the VM is in HA error",
+                r.from_node
+            ))),
             Some(_) => {}
             None => {
                 let still_fenced = state
@@ -193,12 +255,14 @@ fn settled_on(rec: &VmRecord, host: NodeId) -> bool {
         && rec.status.observed_generation >= rec.generation
 }
 
-/// The best host for `rec` off its fenced host `from`, its usage added to `views`; or why
-/// there is none.
+/// The best host for `rec` off host `from` by `mode`, never one of `exclude`, its usage added
+/// to `views`; or why there is none.
 fn place(
     state: &FleetState,
     rec: &VmRecord,
     from: NodeId,
+    mode: RecoveryMode,
+    exclude: &[NodeId],
     views: &mut [HostView],
 ) -> Result<(NodeId, String), String> {
     let spec = &rec.spec;
@@ -211,7 +275,6 @@ fn place(
         .hosts()
         .get(&from)
         .map_or_else(|| from.to_string(), |h| h.name.clone());
-    let mode = spec.ha.recovery;
     let (placing, candidates) = match mode {
         RecoveryMode::Relocate => {
             let Some(cluster) = &cluster else {
@@ -224,13 +287,15 @@ fn place(
             })?;
             let candidates: Vec<HostView> = views
                 .iter()
-                .filter(|v| v.id != from && v.labels.get(PVE_CLUSTER_LABEL) == Some(cluster))
+                .filter(|v| v.id != from && !exclude.contains(&v.id))
+                .filter(|v| v.labels.get(PVE_CLUSTER_LABEL) == Some(cluster))
                 .filter(|v| storages.iter().all(|s| shared_on(state, v.id, s)))
                 .cloned()
                 .collect();
             if candidates.is_empty() {
                 return Err(format!(
-                    "no other node of PVE cluster {cluster} has {} as shared storage",
+                    "no other{} node of PVE cluster {cluster} has {} as shared storage",
+                    if exclude.is_empty() { "" } else { " untried" },
                     storages.join(", ")
                 ));
             }

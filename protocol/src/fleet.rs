@@ -29,7 +29,7 @@ pub use cluster::{
 };
 pub use event::{Event, EventKind, EventLevel};
 pub use host_v1::HostV1;
-pub use recovery::{PVE_CLUSTER_LABEL, Recovery, TakeOver};
+pub use recovery::{PVE_CLUSTER_LABEL, Recovery, StartFailures, TakeOver};
 pub use token::{StoredToken, TokenRefusal, TokenView, validate_token_record};
 pub use view::{FleetView, FleetViewV1};
 pub use vm::{Assignment, Condition, ConditionKind, NicAddress, VmPhase, VmRecord, VmStatus};

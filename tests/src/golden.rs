@@ -642,6 +642,59 @@ pub fn commands() -> Vec<Command> {
             message: "recovery from pve-a over: its host is online again".into(),
             now,
         },
+        // Failed starts (PVE HA's max_restart, max_relocate, error): host 3 beats again, the
+        // guest fails to start there; with no other host it is given up, then forgiven.
+        Command::SetHostLiveness {
+            id: 3,
+            expected: HostState::Fenced,
+            state: HostState::Online,
+            reason: "back after fencing".into(),
+            now,
+        },
+        Command::HaStartFailed {
+            name: "web".into(),
+            host: 3,
+            message: "start failed: QEMU exited with code 1".into(),
+            now,
+        },
+        Command::RegisterHost {
+            id: 9,
+            name: "pve-b".into(),
+            labels: [("zone".to_string(), "b".to_string())].into(),
+            capacity: Capacity {
+                cpus: 16,
+                memory_mib: 65_536,
+            },
+            now,
+        },
+        Command::SetHostState {
+            id: 9,
+            state: HostState::Online,
+            now,
+        },
+        Command::HaRelocate {
+            name: "web".into(),
+            from: 3,
+            to: 9,
+            message: "failed to start 2 times on pve-a (max_restart = 1)".into(),
+            now,
+        },
+        Command::HaStartFailed {
+            name: "web".into(),
+            host: 9,
+            message: "start failed: QEMU exited with code 1".into(),
+            now,
+        },
+        Command::HaGiveUp {
+            name: "web".into(),
+            message: "failed to start 2 times on pve-b after 1 relocation".into(),
+            now,
+        },
+        Command::HaClearFailures {
+            name: "web".into(),
+            message: "HA state is disabled now: its failed starts are forgotten".into(),
+            now,
+        },
     ]
 }
 
@@ -654,7 +707,12 @@ pub fn sample_state() -> FleetState {
 /// The fleet the sample commands of encoding `version` and before build (each is accepted).
 pub fn sample_state_at(version: Version) -> FleetState {
     let mut state = FleetState::new();
-    let commands = commands().into_iter().filter(|c| c.since() <= version);
+    let all = commands();
+    // The commands after the first v2 one make the v2 samples: a v1 variant among them (a
+    // second host for a relocation) is no part of what the v1 release wrote.
+    let first_v2 = all.iter().position(|c| c.since() > V1).unwrap_or(all.len());
+    let upto = if version > V1 { all.len() } else { first_v2 };
+    let commands = all.into_iter().take(upto).filter(|c| c.since() <= version);
     for (i, cmd) in commands.enumerate() {
         let name = cmd.name();
         let index = u64::try_from(i).expect("few commands") + 1;

@@ -56,6 +56,15 @@ pub enum Action {
         /// The VM.
         vm: String,
     },
+    /// Count a failed start of an HA `started` VM on `host` (PVE HA's `max_restart`).
+    HaStartFailed {
+        /// The VM.
+        vm: String,
+        /// The host it failed on.
+        host: NodeId,
+        /// The failure.
+        message: String,
+    },
     /// Queue a command for the VM's host.
     Send {
         /// The host.
@@ -77,7 +86,8 @@ impl Action {
             | Action::SetStatus { vm, .. }
             | Action::ReleaseStaleIps { vm }
             | Action::Event { vm, .. }
-            | Action::Release { vm } => vm,
+            | Action::Release { vm }
+            | Action::HaStartFailed { vm, .. } => vm,
             Action::Send { op, .. } => op.vm_name(),
         }
     }
@@ -112,6 +122,12 @@ impl Action {
                 now,
             },
             Action::Release { .. } => Command::ReleaseVm { name: vm, now },
+            Action::HaStartFailed { host, message, .. } => Command::HaStartFailed {
+                name: vm,
+                host: *host,
+                message: message.clone(),
+                now,
+            },
             Action::Send { .. } => return None,
         })
     }

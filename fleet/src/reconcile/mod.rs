@@ -71,6 +71,10 @@ pub fn plan(
         if ensure::plan_allocations(rec, &memory, &avoid, now, &mut actions) {
             continue;
         }
+        // PVE HA's `error`: no retry until the operator changes the VM's HA state.
+        if state.ha_error(&rec.spec.name).is_some() {
+            continue;
+        }
         ensure::plan_ensure(
             state,
             rec,

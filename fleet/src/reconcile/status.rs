@@ -112,6 +112,18 @@ pub fn on_result(
                 failure_kind(f.kind),
                 f.message
             );
+            // PVE HA counts the failed starts of a `started` guest (max_restart, then
+            // max_relocate): the recovery planner decides from the count.
+            if kind == "ensure"
+                && f.step == "start"
+                && rec.spec.ha.state == Some(protocol::spec::HaState::Started)
+            {
+                actions.push(Action::HaStartFailed {
+                    vm: meta.vm.clone(),
+                    host: meta.host,
+                    message: f.message.clone(),
+                });
+            }
             failed(rec, phase, message, now, &mut actions);
         }
         // Other kinds are not the reconciler's, and an unexpected output changes nothing.

@@ -389,3 +389,106 @@ fn a_recovery_is_refused_onto_a_host_that_is_not_online() {
     w.step();
     assert_eq!(w.host_of("db"), Some(1));
 }
+
+/// `name` failed to start on `host` once more.
+fn fail_start(w: &mut World, name: &str, host: u64) {
+    w.ok(Command::HaStartFailed {
+        name: name.into(),
+        host,
+        message: "start failed: QEMU exited with code 1".into(),
+        now: w.now,
+    });
+}
+
+#[test]
+fn failed_starts_restart_then_relocate_to_untried_hosts_then_give_up() {
+    let mut w = alpha();
+    let tries = HaSpec {
+        max_restart: 1,
+        max_relocate: 1,
+        ..ha(RecoveryMode::Relocate)
+    };
+    w.vm("flaky", tries, "shared", 1);
+    // First failure: retried on the same host (max_restart = 1).
+    fail_start(&mut w, "flaky", 1);
+    assert_eq!(plan(&w.state, w.now), vec![]);
+    // Second: moved to an untried node of the cluster, recorded as a relocation.
+    fail_start(&mut w, "flaky", 1);
+    let actions = w.step();
+    let [
+        RecoveryAction::Relocate {
+            from: 1,
+            to,
+            message,
+            ..
+        },
+    ] = actions.as_slice()
+    else {
+        panic!("{actions:?}");
+    };
+    assert!([2, 3].contains(to), "{to}");
+    assert!(message.contains("relocation 1 of 1"), "{message}");
+    assert_eq!(w.host_of("flaky"), Some(*to));
+    let r = w.state.recovery("flaky").unwrap();
+    assert_eq!(
+        (r.from_node.as_str(), r.mode),
+        ("pve-a", RecoveryMode::Relocate)
+    );
+    // Fails there too, past max_restart, with max_relocate used up: error, no more retries.
+    let there = *to;
+    fail_start(&mut w, "flaky", there);
+    assert_eq!(plan(&w.state, w.now), vec![]);
+    fail_start(&mut w, "flaky", there);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::GiveUp { message, .. }]
+            if message.contains("after 1 relocation") && message.contains("disabled")),
+        "{actions:?}"
+    );
+    assert!(w.state.ha_error("flaky").is_some());
+    assert_eq!(w.state.vm("flaky").unwrap().status.phase, VmPhase::Failed);
+    // Stays given up (no new decision), until its HA state changes: disabled clears it.
+    assert_eq!(plan(&w.state, w.now), vec![]);
+    let mut spec = w.state.vm("flaky").unwrap().spec.clone();
+    spec.ha.state = Some(HaState::Disabled);
+    spec.state = protocol::spec::DesiredState::Stopped;
+    w.ok(Command::apply_vm(spec, w.now));
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::ClearFailures { .. }]),
+        "{actions:?}"
+    );
+    assert!(w.state.start_failure("flaky").is_none());
+}
+
+#[test]
+fn a_vm_that_cannot_relocate_gives_up_after_its_restarts_and_one_that_runs_is_forgiven() {
+    let mut w = alpha();
+    w.vm("solo-vm", ha(RecoveryMode::Relocate), "local", 4);
+    fail_start(&mut w, "solo-vm", 4);
+    fail_start(&mut w, "solo-vm", 4);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::GiveUp { message, .. }]
+            if message.contains("cannot be relocated") && message.contains("standalone")),
+        "{actions:?}"
+    );
+
+    w.vm("lucky", ha(RecoveryMode::Relocate), "shared", 2);
+    fail_start(&mut w, "lucky", 2);
+    w.ok(Command::SetVmStatus {
+        name: "lucky".into(),
+        status: VmStatus {
+            phase: VmPhase::Running,
+            current_host: Some(2),
+            observed_generation: 1,
+            ..VmStatus::default()
+        },
+        now: w.now,
+    });
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::ClearFailures { message, .. }] if message.contains("after 1 failed start")),
+        "{actions:?}"
+    );
+}

@@ -142,6 +142,23 @@ impl FleetState {
                 message,
                 now,
             } => self.end_recovery(&name, from, &message, now),
+            Command::HaStartFailed {
+                name,
+                host,
+                message,
+                now,
+            } => self.ha_start_failed(&name, host, &message, now),
+            Command::HaRelocate {
+                name,
+                from,
+                to,
+                message,
+                now,
+            } => self.ha_relocate(&name, from, to, &message, now),
+            Command::HaGiveUp { name, message, now } => self.ha_give_up(&name, &message, now),
+            Command::HaClearFailures { name, message, now } => {
+                self.ha_clear_failures(&name, &message, now)
+            }
         }
     }
 

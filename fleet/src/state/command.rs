@@ -399,6 +399,50 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// Count a failed start of an HA `started` VM on `host` (v2).
+    HaStartFailed {
+        /// The VM.
+        name: String,
+        /// The host it failed on (must be its host).
+        host: NodeId,
+        /// The failure.
+        message: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Move an HA VM whose starts kept failing on `from` to `to` (v2): the host is added to
+    /// the tried ones and the move is recorded as a recovery (a relocation takes the stopped
+    /// VM's configuration over).
+    HaRelocate {
+        /// The VM.
+        name: String,
+        /// The host it failed on.
+        from: NodeId,
+        /// The online host it goes to.
+        to: NodeId,
+        /// Why (the event).
+        message: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Give up starting an HA VM (v2): PVE HA's `error` state, until its HA state changes.
+    HaGiveUp {
+        /// The VM.
+        name: String,
+        /// Why.
+        message: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Forget an HA VM's failed starts (v2): it runs, or its HA state no longer starts it.
+    HaClearFailures {
+        /// The VM.
+        name: String,
+        /// Why (the event).
+        message: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
@@ -468,7 +512,12 @@ impl Command {
             }
             Command::SetHostLiveness { .. } => HOST_LIVENESS,
             Command::ApplyVm { .. } => HA_SETTINGS,
-            Command::RecoverVm { .. } | Command::EndRecovery { .. } => RECOVERY,
+            Command::RecoverVm { .. }
+            | Command::EndRecovery { .. }
+            | Command::HaStartFailed { .. }
+            | Command::HaRelocate { .. }
+            | Command::HaGiveUp { .. }
+            | Command::HaClearFailures { .. } => RECOVERY,
         }
     }
 
@@ -516,6 +565,10 @@ impl Command {
             Command::ApplyVm { .. } => "ApplyVm",
             Command::RecoverVm { .. } => "RecoverVm",
             Command::EndRecovery { .. } => "EndRecovery",
+            Command::HaStartFailed { .. } => "HaStartFailed",
+            Command::HaRelocate { .. } => "HaRelocate",
+            Command::HaGiveUp { .. } => "HaGiveUp",
+            Command::HaClearFailures { .. } => "HaClearFailures",
         }
     }
 }

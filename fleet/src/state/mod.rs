@@ -22,6 +22,7 @@ mod hosts;
 mod ips;
 mod recoveries;
 mod snapshot_v1;
+mod start_failures;
 mod tokens;
 mod versions;
 mod vips;
@@ -79,6 +80,7 @@ pub struct FleetState {
     /// How far past its first expiry an admin certificate may be renewed (ms).
     admin_renewal_ms: u64,
     recoveries: BTreeMap<String, protocol::fleet::Recovery>,
+    start_failures: BTreeMap<String, protocol::fleet::StartFailures>,
 }
 
 impl FleetState {

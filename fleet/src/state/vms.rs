@@ -243,6 +243,7 @@ impl FleetState {
         }
         self.vms.remove(name);
         self.recoveries.remove(name);
+        self.start_failures.remove(name);
         let what = if released.is_empty() {
             "nothing".to_string()
         } else {

@@ -1,7 +1,8 @@
-//! Taking a VM over from a fenced node of the same PVE cluster before it is ensured here (a
-//! relocation, docs/design/fencing.md "Recovery"): the VM's configuration moves from the
-//! fenced node's directory into this node's, as pve-ha-manager does; same VMID, same disks.
-//! The leader sends it only after it proved the node fenced.
+//! Taking a VM over from another node of the same PVE cluster before it is ensured here (a
+//! relocation, docs/design/fencing.md "Recovery"): the VM's configuration moves from that
+//! node's directory into this node's, as pve-ha-manager does; same VMID, same disks. The
+//! leader sends it only for a node it proved fenced, or for a stopped VM whose starts kept
+//! failing there (`max_restart`, then a relocation).
 //!
 //! ```text
 //!  GET /cluster/resources?type=vm ─ VMID on this node ─▶ done (a re-run)
@@ -127,7 +128,7 @@ pub(super) async fn take_over(
         vm = s.name,
         vmid = s.vmid,
         from = %t.from_node,
-        "took the VM over from a fenced node"
+        "took the VM's configuration over from another node of the cluster"
     );
     Ok(())
 }

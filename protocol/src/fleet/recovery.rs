@@ -49,3 +49,22 @@ pub struct TakeOver {
 /// node belongs to (absent on a standalone node). A relocation stays within one PVE cluster;
 /// placement rules may match it as any other label.
 pub const PVE_CLUSTER_LABEL: &str = "pvefleet.io/pve-cluster";
+
+/// The failed starts of an HA `started` VM (encoding v2), which PVE HA's `max_restart` and
+/// `max_relocate` bound: retried on its host, then moved to the best host not tried yet, then
+/// given up (`error`) until the operator disables and re-enables it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartFailures {
+    /// The host the failures below happened on.
+    pub host: NodeId,
+    /// Failed starts on that host in a row.
+    pub failures: u32,
+    /// Hosts the VM was moved away from after failing there (each relocation adds one).
+    pub tried: Vec<NodeId>,
+    /// Set when the fleet gave up: why (PVE HA's `error` state).
+    pub error: Option<String>,
+    /// The last failure's message.
+    pub last_message: String,
+    /// When the entry last changed.
+    pub updated_at: UnixMillis,
+}

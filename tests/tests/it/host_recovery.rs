@@ -200,3 +200,62 @@ fn a_powered_off_nodes_guests_are_relocated_after_its_fence_and_it_stays_empty_w
     let events = String::from_utf8_lossy(&fleet.cluster.cli(&["events"]).stdout).to_string();
     assert!(events.contains("recovered from fenced host"), "{events}");
 }
+
+#[test]
+fn a_guest_that_fails_to_start_is_restarted_then_relocated_then_given_up() {
+    let mut fleet = Fleet::start(1);
+    fleet.add_pve_cluster(&PveClusterOptions::new("alpha", NODES));
+    for node in NODES {
+        fleet.add_host(HostOptions::new(node, PveAccess::Https).in_pve_cluster("alpha"));
+    }
+    fleet.apply_resources();
+    let control = fleet.pve_control("alpha");
+    // The first two starts fail (max_restart = 1: one retry on the host, then a move).
+    fleet
+        .block_on(control.fail_tasks(
+            None,
+            "qmstart",
+            "start failed: QEMU exited with code 1",
+            Some(2),
+        ))
+        .unwrap();
+    fleet.apply_vms(&[ha_guest("flaky")]);
+    let vms = fleet.wait_vms(
+        "flaky running after a relocation",
+        Duration::from_secs(120),
+        |v| v[0].status.phase == VmPhase::Running,
+    );
+    let events = String::from_utf8_lossy(&fleet.cluster.cli(&["events"]).stdout).to_string();
+    let relocation = events
+        .lines()
+        .find(|l| l.contains("relocating from"))
+        .unwrap_or_else(|| panic!("no relocation event: {events}"))
+        .to_string();
+    let hosts = host_states(&fleet);
+    let now_on = hosts[&vms[0].assignment.host.unwrap()].0.clone();
+    assert!(
+        relocation.contains(&format!("onto {now_on}")) && relocation.contains("relocation 1 of 1"),
+        "{relocation}"
+    );
+    let pve = running_in_pve(&fleet, &control);
+    assert_eq!(pve.get("flaky"), Some(&vec![now_on.clone()]));
+
+    // Every start fails from now on: one retry where it is, no relocation left: HA error,
+    // and no more retries.
+    fleet
+        .block_on(control.fail_tasks(
+            None,
+            "qmstart",
+            "start failed: QEMU exited with code 1",
+            None,
+        ))
+        .unwrap();
+    fleet
+        .block_on(control.power_node(&now_on, "reset"))
+        .unwrap();
+    fleet.wait_vms("flaky in HA error", Duration::from_secs(120), |v| {
+        v[0].status.phase == VmPhase::Failed && v[0].status.message.starts_with("HA error")
+    });
+    let events = String::from_utf8_lossy(&fleet.cluster.cli(&["events"]).stdout).to_string();
+    assert!(events.contains("after 1 relocation"), "{events}");
+}
