@@ -19,6 +19,7 @@ mod delete;
 mod ensure;
 mod inputs;
 mod place;
+mod stale;
 pub mod status;
 
 pub use action::Action;
@@ -86,5 +87,6 @@ pub fn plan(
             &mut actions,
         );
     }
+    stale::plan_stale_copies(state, live, inflight, policy, now, &mut actions);
     actions
 }

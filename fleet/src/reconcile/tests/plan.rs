@@ -555,3 +555,80 @@ fn status_of_a_placed_vm_is_unchanged_by_an_idle_plan() {
     assert!(actions.is_empty());
     assert_eq!(fleet.vm("web").status, before);
 }
+
+#[test]
+fn a_stale_copy_of_a_recreated_vm_is_deleted_from_the_host_that_comes_back() {
+    let mut fleet = Fleet::new();
+    let mut cattle = spec("cattle");
+    cattle.ha = protocol::spec::HaSpec {
+        recovery: protocol::spec::RecoveryMode::Recreate,
+        ..protocol::spec::HaSpec::started()
+    };
+    // Recreated on B; its old copy is still on A (which reports it, stopped).
+    fleet.placed(cattle, B);
+    fleet.status(
+        "cattle",
+        VmStatus {
+            phase: VmPhase::Running,
+            current_host: Some(B),
+            observed_generation: 1,
+            ..VmStatus::default()
+        },
+    );
+    let vmid = fleet.vm("cattle").assignment.vmid.unwrap();
+    // Nothing else is due for it on B this tick (a command for it would wait for the next).
+    let quiet = remember(
+        "cattle",
+        VmMemory {
+            last_ensure_ms: Some(NOW.mono_ms),
+            ..VmMemory::default()
+        },
+    );
+    let delete = |running: bool| {
+        run(
+            &fleet,
+            &live(&[observed(vmid, "cattle", running)]),
+            &quiet,
+            NOW,
+        )
+        .into_iter()
+        .filter(|a| matches!(a, Action::Send { host, op: Op::Delete(_), .. } if *host == A))
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        delete(false),
+        vec![Action::Send {
+            host: A,
+            generation: 1,
+            op: Op::Delete(DeleteVm {
+                name: "cattle".into(),
+                vmid,
+            }),
+        }]
+    );
+    // A running copy was started by hand: not the fleet's to destroy.
+    assert_eq!(delete(true), vec![]);
+
+    // A relocating VM leaves no copy behind, and one that stays with its host is no copy.
+    let mut fleet = Fleet::new();
+    let mut pet = spec("pet");
+    pet.ha = protocol::spec::HaSpec::started();
+    fleet.placed(pet, B);
+    let vmid = fleet.vm("pet").assignment.vmid.unwrap();
+    let actions = run(
+        &fleet,
+        &live(&[observed(vmid, "pet", false)]),
+        &Inflight::default(),
+        NOW,
+    );
+    assert!(
+        !actions.iter().any(|a| matches!(
+            a,
+            Action::Send {
+                op: Op::Delete(_),
+                ..
+            }
+        )),
+        "{actions:?}"
+    );
+}
