@@ -447,7 +447,13 @@ fn failed_starts_restart_then_relocate_to_untried_hosts_then_give_up() {
     );
     assert!(w.state.ha_error("flaky").is_some());
     assert_eq!(w.state.vm("flaky").unwrap().status.phase, VmPhase::Failed);
-    // Stays given up (no new decision), until its HA state changes: disabled clears it.
+    // The relocation it was in is over; then it stays given up (no new decision), until its
+    // HA state changes: disabled clears it.
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::End { message, .. }] if message.contains("HA error")),
+        "{actions:?}"
+    );
     assert_eq!(plan(&w.state, w.now), vec![]);
     let mut spec = w.state.vm("flaky").unwrap().spec.clone();
     spec.ha.state = Some(HaState::Disabled);
