@@ -49,19 +49,7 @@ impl FleetState {
         }
         let from_node = from_host.name.clone();
         let to_name = match to {
-            Some(id) => {
-                let h = self
-                    .hosts
-                    .get(&id)
-                    .ok_or_else(|| not_found(EventKind::Host, id.to_string()))?;
-                if h.state != HostState::Online || id == from {
-                    return Err(StateError::Conflict(format!(
-                        "host {} ({id}) is {}: a VM is recovered onto another online host",
-                        h.name, h.state
-                    )));
-                }
-                Some(h.name.clone())
-            }
+            Some(id) => Some(self.move_target(id, from)?),
             None => None,
         };
         let rec = self
@@ -131,6 +119,21 @@ impl FleetState {
         self.recoveries.insert(name.to_string(), entry);
         self.events.push(now, level, EventKind::Vm, name, text);
         Ok(CommandReply::Done)
+    }
+
+    /// The name of host `to`, which a VM moving off `from` may go to: another host, online.
+    pub(super) fn move_target(&self, to: NodeId, from: NodeId) -> Result<String, StateError> {
+        let h = self
+            .hosts
+            .get(&to)
+            .ok_or_else(|| not_found(EventKind::Host, to.to_string()))?;
+        if h.state != HostState::Online || to == from {
+            return Err(StateError::Conflict(format!(
+                "host {} ({to}) is {}: a VM moves onto another online host",
+                h.name, h.state
+            )));
+        }
+        Ok(h.name.clone())
     }
 
     /// Closes VM `name`'s recovery, which the proposer saw going from `from` (so an entry a

@@ -10,7 +10,7 @@
 
 use protocol::NodeId;
 use protocol::fleet::{
-    EventKind, EventLevel, HostState, Recovery, StartFailures, UnixMillis, VmPhase, VmStatus,
+    EventKind, EventLevel, Recovery, StartFailures, UnixMillis, VmPhase, VmStatus,
 };
 use protocol::spec::{HaState, RecoveryMode};
 
@@ -76,17 +76,7 @@ impl FleetState {
             .get(&from)
             .map(|h| h.name.clone())
             .ok_or_else(|| not_found(EventKind::Host, from.to_string()))?;
-        let to_host = self
-            .hosts
-            .get(&to)
-            .ok_or_else(|| not_found(EventKind::Host, to.to_string()))?;
-        if to_host.state != HostState::Online || to == from {
-            return Err(StateError::Conflict(format!(
-                "host {} ({to}) is {}: a VM is relocated onto another online host",
-                to_host.name, to_host.state
-            )));
-        }
-        let to_name = to_host.name.clone();
+        let to_name = self.move_target(to, from)?;
         let rec = self
             .vms
             .get_mut(name)
