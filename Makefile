@@ -98,6 +98,7 @@ bench:
 	$(CARGO) bench --locked -p pvefleet-tests --bench agent_idle
 	$(CARGO) bench --locked -p pvefleet-tests --bench join_surface
 	$(CARGO) bench --locked -p pvefleet-tests --bench fence_false_alarm
+	$(CARGO) bench --locked -p pvefleet-tests --bench ha_recovery
 	command -v keepalived >/dev/null || apt-get install -y keepalived
 	$(CARGO) bench --locked -p pvefleet-tests --bench vip_failover
 

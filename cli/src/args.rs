@@ -81,6 +81,30 @@ pub enum Command {
     /// Start a whole simulated fleet on this machine (3 coordinators, 5 simulated PVE hosts),
     /// apply the example fleet and keep it running until Ctrl-C.
     Demo(DemoArgs),
+    /// HA scenarios: try a failure on a simulated fleet before it happens for real.
+    #[command(subcommand)]
+    Sim(SimCommand),
+}
+
+/// `pvefleet sim ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum SimCommand {
+    /// Run a scenario file against real coordinator and agent processes with simulated PVE:
+    /// print the timeline, check the safety invariants on every sample, judge the
+    /// expectations (exit 0 passed, 1 violation or unmet expectation, 2 bad file or could
+    /// not start). Format: docs/scenarios.md.
+    Run(SimRunArgs),
+}
+
+/// `pvefleet sim run`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct SimRunArgs {
+    /// The scenario file (TOML).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Keep the lab's directory (state and logs of every process) in DIR (new or empty).
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
 }
 
 /// `pvefleet demo`

@@ -31,6 +31,7 @@ pub mod partition;
 pub mod process;
 pub mod pve_cluster;
 pub mod pve_node;
+pub mod scenario;
 pub mod sim_control;
 
 pub use binaries::Binaries;

@@ -14,6 +14,7 @@ mod member;
 mod pool;
 mod range;
 mod session;
+mod sim;
 mod token;
 mod vip;
 mod vm;
@@ -40,5 +41,6 @@ pub(crate) async fn dispatch(session: &mut Session<'_>, command: &Command) -> Re
         Command::Events(a) => events::run(session, a).await,
         Command::Alloc(c) => alloc::run(session, c).await,
         Command::Demo(a) => demo::run(session, a).await,
+        Command::Sim(c) => sim::run(session, c).await,
     }
 }

@@ -8,7 +8,8 @@
 use protocol::fleet::{StartFailures, VmPhase, VmRecord};
 use protocol::spec::{HaState, RecoveryMode};
 
-use super::{RecoveryAction, place};
+use super::action::RecoveryAction;
+use super::placement::place;
 use crate::scheduler::HostView;
 use crate::state::FleetState;
 

@@ -159,7 +159,11 @@ impl SimNode {
             // The control API answers PVE's envelope: the message says why.
             let message = serde_json::from_str::<serde_json::Value>(&body)
                 .ok()
-                .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(str::to_string))
+                .and_then(|v| {
+                    v.get("message")
+                        .and_then(|m| m.as_str())
+                        .map(str::to_string)
+                })
                 .unwrap_or(body);
             return Err(SimPowerError::Call {
                 step,

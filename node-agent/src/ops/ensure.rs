@@ -29,6 +29,9 @@ pub(super) async fn ensure(ops: &VmOps, cmd: &EnsureVm) -> Result<VmObservation,
         name: &cmd.spec.name,
         vmid: cmd.vmid,
     };
+    // Before anything changes (a take-over, the snippet, a create, the config): not a guest
+    // of PVE's HA.
+    ops.refuse_pve_ha(&s, "lookup").await?;
     if let Some(t) = &cmd.take_over {
         super::take_over::take_over(ops, &s, t).await?;
     }
@@ -36,8 +39,6 @@ pub(super) async fn ensure(ops: &VmOps, cmd: &EnsureVm) -> Result<VmObservation,
     if let Some(cfg) = &found {
         check_existing(ops, &s, cfg)?;
     }
-    // Before anything changes (the snippet, a create, the config): not a guest of PVE's HA.
-    ops.refuse_pve_ha(&s, "lookup").await?;
     let snippet = ops.write_user_data(cmd, &s).await?;
     let desired =
         desired_vm(cmd, snippet).map_err(|e| s.fail(FailureKind::Permanent, "configure", e))?;

@@ -1,0 +1,386 @@
+//! The safety rules checked on every sample (docs/scenarios.md, "Invariants"), as a pure fold
+//! over the sequence of samples: [`Invariants::observe`] takes the next sample and answers the
+//! violations it shows.
+//!
+//! 1. **One runner per VM**: over every simulator of the scenario, at most one running guest
+//!    carries a fleet VM's name.
+//! 2. **No recovery without fencing**: when a VM's fleet host changes from H while H is not
+//!    online, H is `fenced` in that sample (or was in the sample before). The sampler reads
+//!    the VMs before the hosts: a move it sees happened before the host read, and the fence
+//!    came before the move, so a racing read cannot fake a violation. A move seen while H is
+//!    online is no recovery (a live relocation after failed starts, or H came back).
+//! 3. **Desired state respected**: a VM that must be stopped (desired `stopped`, HA `stopped`
+//!    or `disabled`) does not run in PVE, once it had [`STOP_GRACE_MS`] to stop after the
+//!    change; a VM with HA `ignored` is never moved by the fleet.
+//! 4. **One VIP owner**: at most one host holds each VIP, as the admin API reports holders.
+//!
+//! The sampler reads PVE before the fleet: a guest seen running was running before the
+//! desired state read after it, so a `vm start` racing the reads cannot fake rule 3.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use protocol::fleet::HostState;
+use protocol::spec::HaState;
+use serde::Serialize;
+
+use super::sample::{FleetSample, Sample};
+
+/// How long a VM whose desired state became stopped may still run (the stop under way).
+pub const STOP_GRACE_MS: i64 = 20_000;
+
+/// One of the safety rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Invariant {
+    /// Rule 1.
+    OneRunner,
+    /// Rule 2.
+    NoRecoveryWithoutFencing,
+    /// Rule 3.
+    DesiredState,
+    /// Rule 4.
+    OneVipOwner,
+}
+
+impl Invariant {
+    /// Every rule, in order.
+    pub const ALL: [Invariant; 4] = [
+        Invariant::OneRunner,
+        Invariant::NoRecoveryWithoutFencing,
+        Invariant::DesiredState,
+        Invariant::OneVipOwner,
+    ];
+
+    /// The rule in words.
+    pub fn title(self) -> &'static str {
+        match self {
+            Invariant::OneRunner => "one runner per VM",
+            Invariant::NoRecoveryWithoutFencing => "no recovery without fencing",
+            Invariant::DesiredState => "desired state respected",
+            Invariant::OneVipOwner => "one VIP owner",
+        }
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.title())
+    }
+}
+
+/// A sample that breaks a rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// The rule.
+    pub invariant: Invariant,
+    /// The sample's time, ms after t=0.
+    pub t_ms: i64,
+    /// What was seen.
+    pub detail: String,
+}
+
+/// The checker's memory of the samples so far.
+#[derive(Debug, Clone)]
+pub struct Invariants {
+    /// The fleet's VMs.
+    vms: Vec<String>,
+    /// The last sample in which the fleet answered.
+    last_fleet: Option<FleetSample>,
+    /// Since when each VM must be stopped (`i64::MIN`: since before t=0).
+    stopped_since: BTreeMap<String, i64>,
+}
+
+impl Invariants {
+    /// A checker for the fleet VMs `vms`; `stopped_at_start` must be stopped from t=0 (they
+    /// converged stopped before it).
+    pub fn new(vms: Vec<String>, stopped_at_start: &BTreeSet<String>) -> Invariants {
+        Invariants {
+            stopped_since: stopped_at_start
+                .iter()
+                .map(|n| (n.clone(), i64::MIN))
+                .collect(),
+            vms,
+            last_fleet: None,
+        }
+    }
+
+    /// The violations `sample` shows, given the samples before it.
+    pub fn observe(&mut self, sample: &Sample) -> Vec<Violation> {
+        let mut out = Vec::new();
+        let violation = |invariant, detail: String| Violation {
+            invariant,
+            t_ms: sample.t_ms,
+            detail,
+        };
+        // 1. One runner per VM, from the ground truth.
+        for name in &self.vms {
+            let mut runners: Vec<String> = sample
+                .pve
+                .guests
+                .iter()
+                .filter(|g| g.running && g.name.as_deref() == Some(name.as_str()))
+                .map(|g| format!("{} (VMID {}, {})", g.node, g.vmid, g.sim))
+                .collect();
+            if runners.len() > 1 {
+                runners.sort();
+                out.push(violation(
+                    Invariant::OneRunner,
+                    format!("{name} runs on {}", runners.join(" and ")),
+                ));
+            }
+        }
+        if let Some(fleet) = &sample.fleet {
+            for name in &self.vms {
+                let must_stop = fleet.vms.get(name).is_some_and(|v| v.must_be_stopped());
+                if !must_stop {
+                    self.stopped_since.remove(name);
+                } else {
+                    self.stopped_since
+                        .entry(name.clone())
+                        .or_insert(sample.t_ms);
+                }
+            }
+            if let Some(prev) = &self.last_fleet {
+                out.extend(
+                    moves(prev, fleet)
+                        .into_iter()
+                        .map(|(invariant, detail)| violation(invariant, detail)),
+                );
+            }
+            for (vip, holders) in &fleet.vips {
+                if holders.len() > 1 {
+                    out.push(violation(
+                        Invariant::OneVipOwner,
+                        format!("VIP {vip} is held by {}", holders.join(" and ")),
+                    ));
+                }
+            }
+            self.last_fleet = Some(fleet.clone());
+        }
+        // 3. Stopped stays stopped (PVE's truth against the last known desired state).
+        for (name, since) in &self.stopped_since {
+            let nodes = sample.pve.running_nodes(name);
+            if nodes.is_empty() || sample.t_ms.saturating_sub(*since) < STOP_GRACE_MS {
+                continue;
+            }
+            let since = if *since == i64::MIN {
+                "since the start".to_string()
+            } else {
+                format!("for {:.1} s", (sample.t_ms - since) as f64 / 1000.0)
+            };
+            out.push(violation(
+                Invariant::DesiredState,
+                format!(
+                    "{name} must be stopped ({since}) but runs on {}",
+                    nodes.join(", ")
+                ),
+            ));
+        }
+        out
+    }
+}
+
+/// The moves between two fleet samples that break rules 2 and 3.
+fn moves(prev: &FleetSample, next: &FleetSample) -> Vec<(Invariant, String)> {
+    let mut out = Vec::new();
+    for (name, vm) in &next.vms {
+        let Some(before) = prev.vms.get(name) else {
+            continue;
+        };
+        let (Some(from), Some(to)) = (&before.host, &vm.host) else {
+            continue;
+        };
+        if from == to {
+            continue;
+        }
+        if before.ha == Some(HaState::Ignored) && vm.ha == Some(HaState::Ignored) {
+            out.push((
+                Invariant::DesiredState,
+                format!("{name} has HA state ignored but the fleet moved it from {from} to {to}"),
+            ));
+        }
+        let state_then = prev.hosts.get(from).map(|h| h.state);
+        let state_now = next.hosts.get(from).map(|h| h.state);
+        let fenced = state_now == Some(HostState::Fenced) || state_then == Some(HostState::Fenced);
+        // Online now: a live relocation (failed starts), or H came back between the samples.
+        let online = state_now == Some(HostState::Online);
+        if !fenced && !online {
+            let shown = |s: Option<HostState>| s.map_or("unknown", HostState::as_str);
+            out.push((
+                Invariant::NoRecoveryWithoutFencing,
+                format!(
+                    "{name} moved from {from} to {to} while {from} is {} (was {}), not fenced",
+                    shown(state_now),
+                    shown(state_then)
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Every violation of a whole run, in order (the fold of [`Invariants::observe`]).
+pub fn check_all(
+    vms: Vec<String>,
+    stopped_at_start: &BTreeSet<String>,
+    samples: &[Sample],
+) -> Vec<Violation> {
+    let mut checker = Invariants::new(vms, stopped_at_start);
+    samples.iter().flat_map(|s| checker.observe(s)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sample::fixtures::*;
+    use super::*;
+    use protocol::fleet::HostState::{Fenced, Online, Unreachable};
+    use protocol::spec::DesiredState;
+
+    fn names() -> Vec<String> {
+        vec!["web-1".to_string()]
+    }
+
+    fn check(samples: &[Sample]) -> Vec<Violation> {
+        check_all(names(), &BTreeSet::new(), samples)
+    }
+
+    #[test]
+    fn two_running_copies_break_rule_one_at_the_sample_that_shows_them() {
+        let hosts = [("pve-a", Online), ("pve-b", Online)];
+        let vms = [("web-1", vm("pve-a"))];
+        let samples = [
+            sample(0, vec![guest("web-1", 100, "pve-a", true)], &hosts, &vms),
+            sample(
+                200,
+                vec![
+                    guest("web-1", 100, "pve-a", true),
+                    guest("web-1", 101, "pve-b", true),
+                ],
+                &hosts,
+                &vms,
+            ),
+        ];
+        let v = check(&samples);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].invariant, Invariant::OneRunner);
+        assert_eq!(v[0].t_ms, 200);
+        assert!(
+            v[0].detail.contains("pve-a (VMID 100, alpha) and pve-b"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_move_off_a_fenced_host_is_a_recovery_and_off_an_unreachable_one_a_violation() {
+        let before = sample(
+            0,
+            vec![],
+            &[("pve-a", Unreachable)],
+            &[("web-1", vm("pve-a"))],
+        );
+        let fenced = sample(200, vec![], &[("pve-a", Fenced)], &[("web-1", vm("pve-b"))]);
+        assert!(check(&[before.clone(), fenced]).is_empty());
+        let unfenced = sample(
+            200,
+            vec![],
+            &[("pve-a", Unreachable)],
+            &[("web-1", vm("pve-b"))],
+        );
+        let v = check(&[before, unfenced]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].invariant, Invariant::NoRecoveryWithoutFencing);
+        assert!(v[0].detail.contains("while pve-a is unreachable"), "{v:?}");
+    }
+
+    #[test]
+    fn a_move_between_online_hosts_is_a_live_relocation() {
+        let hosts = [("pve-a", Online), ("pve-b", Online)];
+        let samples = [
+            sample(0, vec![], &hosts, &[("web-1", vm("pve-a"))]),
+            sample(200, vec![], &hosts, &[("web-1", vm("pve-b"))]),
+        ];
+        assert!(check(&samples).is_empty());
+    }
+
+    #[test]
+    fn a_sample_without_the_fleet_is_skipped_for_moves() {
+        let hosts = [("pve-a", Fenced)];
+        let mut gap = sample(200, vec![], &hosts, &[]);
+        gap.fleet = None;
+        let samples = [
+            sample(
+                0,
+                vec![],
+                &[("pve-a", Unreachable)],
+                &[("web-1", vm("pve-a"))],
+            ),
+            gap,
+            sample(400, vec![], &hosts, &[("web-1", vm("pve-b"))]),
+        ];
+        assert!(check(&samples).is_empty());
+    }
+
+    #[test]
+    fn an_ignored_vm_moved_by_the_fleet_breaks_rule_three() {
+        let mut ignored = vm("pve-a");
+        ignored.ha = Some(HaState::Ignored);
+        let mut moved = ignored.clone();
+        moved.host = Some("pve-b".into());
+        let hosts = [("pve-a", Fenced)];
+        let v = check(&[
+            sample(0, vec![], &hosts, &[("web-1", ignored)]),
+            sample(200, vec![], &hosts, &[("web-1", moved)]),
+        ]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].invariant, Invariant::DesiredState);
+    }
+
+    #[test]
+    fn a_stopped_vm_may_run_only_during_the_grace_after_its_stop() {
+        let mut stopped = vm("pve-a");
+        stopped.desired = DesiredState::Stopped;
+        let running = vec![guest("web-1", 100, "pve-a", true)];
+        let hosts = [("pve-a", Online)];
+        let samples = [
+            sample(0, running.clone(), &hosts, &[("web-1", vm("pve-a"))]),
+            sample(1000, running.clone(), &hosts, &[("web-1", stopped.clone())]),
+            sample(
+                1000 + STOP_GRACE_MS - 1,
+                running.clone(),
+                &hosts,
+                &[("web-1", stopped.clone())],
+            ),
+            sample(
+                1000 + STOP_GRACE_MS,
+                running.clone(),
+                &hosts,
+                &[("web-1", stopped.clone())],
+            ),
+        ];
+        let v = check(&samples);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].t_ms, 1000 + STOP_GRACE_MS);
+        // Stopped from the start: no grace at all.
+        let from_start = BTreeSet::from(["web-1".to_string()]);
+        let v = check_all(
+            names(),
+            &from_start,
+            &[sample(0, running, &hosts, &[("web-1", stopped)])],
+        );
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("since the start"), "{v:?}");
+    }
+
+    #[test]
+    fn two_vip_holders_break_rule_four() {
+        let mut s = sample(0, vec![], &[], &[]);
+        if let Some(f) = s.fleet.as_mut() {
+            f.vips
+                .insert("web".into(), vec!["pve-a".into(), "pve-b".into()]);
+        }
+        let v = check(&[s]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].invariant, Invariant::OneVipOwner);
+    }
+}

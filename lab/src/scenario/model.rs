@@ -1,0 +1,411 @@
+//! A scenario as the runner plays it, once its file was read and checked ([`super::file`]):
+//! the fleet to start, the events to play at their times, the expectations to meet.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use protocol::fleet::{HostState, VmPhase};
+use protocol::spec::{FleetSpecFile, HaState};
+use serde::Serialize;
+
+/// A checked scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Its name.
+    pub name: String,
+    /// What it shows, for people.
+    pub description: String,
+    /// How long after t=0 the run may last.
+    pub timeout: Duration,
+    /// How long every expectation must hold (after the last event) before the run ends.
+    pub hold: Duration,
+    /// The agents' lease, when the scenario sets it (`run --lease-secs`).
+    pub lease_secs: Option<u64>,
+    /// The hosts that also run a coordinator member; member `i` runs on `coordinators[i]`.
+    pub coordinators: Vec<String>,
+    /// The simulated PVE clusters.
+    pub pve_clusters: Vec<PveClusterDef>,
+    /// The hosts, in file order (host `i` has the address `127.0.1.(i+1)`).
+    pub hosts: Vec<HostDef>,
+    /// The VMs and the resources they draw from.
+    pub fleet: FleetSpecFile,
+    /// The events, in the order they are played (by time, then file order).
+    pub events: Vec<ScenarioEvent>,
+    /// The expectations, in file order.
+    pub expects: Vec<Expectation>,
+}
+
+/// A simulated PVE cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PveClusterDef {
+    /// Its name.
+    pub name: String,
+    /// Its nodes (host names).
+    pub nodes: Vec<String>,
+    /// Whether a storage `shared` is on every node.
+    pub shared_storage: bool,
+}
+
+/// A host: a PVE node with a node agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostDef {
+    /// The PVE node name.
+    pub name: String,
+    /// The PVE cluster it is a node of; `None`: a standalone node.
+    pub pve_cluster: Option<String>,
+    /// Logical CPUs.
+    pub cpus: u32,
+    /// Memory in GiB.
+    pub memory_gib: u64,
+    /// Labels placement matches.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// One event of the scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioEvent {
+    /// Its index in the file (`event[i]`).
+    pub index: usize,
+    /// When, after t=0.
+    pub at: Duration,
+    /// What.
+    pub action: Action,
+}
+
+/// The host an event acts on, resolved when the event is played.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// A host by name.
+    Host(String),
+    /// `@leader`: the host of the coordinator member leading then.
+    Leader,
+    /// `@vm:NAME`: the host the fleet has VM `NAME` on then.
+    HostOf(String),
+    /// `@event[N]`: the host event `N` acted on.
+    Event(usize),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Host(h) => f.write_str(h),
+            Target::Leader => f.write_str("@leader"),
+            Target::HostOf(vm) => write!(f, "@vm:{vm}"),
+            Target::Event(i) => write!(f, "@event[{i}]"),
+        }
+    }
+}
+
+/// What an event does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// The host loses power: its agent (and member) die, its PVE node and guests go off.
+    PowerOff(Target),
+    /// The host boots again: its PVE node comes on, its agent (and member) start.
+    PowerOn(Target),
+    /// Power-off then power-on at once.
+    Reset(Target),
+    /// The host's fleet links are cut (its member and agent reach no other host).
+    Partition(Target),
+    /// The cut of one host ends, or of every host (`None`).
+    Heal(Option<Target>),
+    /// SIGKILL of the host's agent (its PVE node and guests keep running).
+    KillAgent(Target),
+    /// The host's agent runs again.
+    RestartAgent(Target),
+    /// SIGSTOP of the host's agent.
+    FreezeAgent(Target),
+    /// SIGCONT of the host's agent.
+    ThawAgent(Target),
+    /// SIGKILL of the coordinator member on the host.
+    KillCoordinator(Target),
+    /// The coordinator member on the host runs again.
+    RestartCoordinator(Target),
+    /// The next `count` starts of VM `vm` fail in PVE (in every simulator of the scenario).
+    FailStart {
+        /// The VM.
+        vm: String,
+        /// How many starts fail.
+        count: u32,
+    },
+    /// VM `vm`'s PVE config gets `lock: <lock>`.
+    Lock {
+        /// The VM.
+        vm: String,
+        /// The lock (`backup`, `create`, ...).
+        lock: String,
+    },
+    /// VM `vm` is put under PVE's own HA manager with `state`.
+    PveHa {
+        /// The VM.
+        vm: String,
+        /// PVE's HA resource state.
+        state: String,
+    },
+    /// `pvefleet vm start`.
+    VmStart {
+        /// The VM.
+        vm: String,
+    },
+    /// `pvefleet vm stop`.
+    VmStop {
+        /// The VM.
+        vm: String,
+    },
+    /// The VM's spec is applied again with `[vm.ha] state` changed (its power follows:
+    /// `started` runs it, `stopped` and `disabled` stop it).
+    VmHa {
+        /// The VM.
+        vm: String,
+        /// The new HA state.
+        state: HaState,
+    },
+}
+
+impl Action {
+    /// Its name in the file (`power-off`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::PowerOff(_) => "power-off",
+            Action::PowerOn(_) => "power-on",
+            Action::Reset(_) => "reset",
+            Action::Partition(_) => "partition",
+            Action::Heal(_) => "heal",
+            Action::KillAgent(_) => "kill-agent",
+            Action::RestartAgent(_) => "restart-agent",
+            Action::FreezeAgent(_) => "freeze-agent",
+            Action::ThawAgent(_) => "thaw-agent",
+            Action::KillCoordinator(_) => "kill-coordinator",
+            Action::RestartCoordinator(_) => "restart-coordinator",
+            Action::FailStart { .. } => "fail-start",
+            Action::Lock { .. } => "lock",
+            Action::PveHa { .. } => "pve-ha",
+            Action::VmStart { .. } => "vm-start",
+            Action::VmStop { .. } => "vm-stop",
+            Action::VmHa { .. } => "vm-ha",
+        }
+    }
+
+    /// The host it acts on, for host actions.
+    pub fn target(&self) -> Option<&Target> {
+        match self {
+            Action::PowerOff(t)
+            | Action::PowerOn(t)
+            | Action::Reset(t)
+            | Action::Partition(t)
+            | Action::KillAgent(t)
+            | Action::RestartAgent(t)
+            | Action::FreezeAgent(t)
+            | Action::ThawAgent(t)
+            | Action::KillCoordinator(t)
+            | Action::RestartCoordinator(t) => Some(t),
+            Action::Heal(t) => t.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The VM it acts on, for VM actions.
+    pub fn vm(&self) -> Option<&str> {
+        match self {
+            Action::FailStart { vm, .. }
+            | Action::Lock { vm, .. }
+            | Action::PveHa { vm, .. }
+            | Action::VmStart { vm }
+            | Action::VmStop { vm }
+            | Action::VmHa { vm, .. } => Some(vm),
+            _ => None,
+        }
+    }
+
+    /// Whether the host loses its guests or its links: the events recovery figures measure.
+    pub fn loses_host(&self) -> bool {
+        matches!(self, Action::PowerOff(_) | Action::Partition(_))
+    }
+
+    /// The event in words, with the host it acted on when that is known (`power-off pve-b`,
+    /// `fail-start web-1 x3`).
+    pub fn describe(&self, host: Option<&str>) -> String {
+        let target = |t: &Target| match (t, host) {
+            (Target::Host(h), _) => h.clone(),
+            (t, Some(h)) => format!("{h} ({t})"),
+            (t, None) => t.to_string(),
+        };
+        match self {
+            Action::Heal(None) => "heal (every host)".to_string(),
+            Action::FailStart { vm, count } => format!("fail-start {vm} (next {count} starts)"),
+            Action::Lock { vm, lock } => format!("lock {vm} ({lock})"),
+            Action::PveHa { vm, state } => format!("pve-ha {vm} (PVE HA state {state})"),
+            Action::VmHa { vm, state } => format!("vm-ha {vm} (HA state {state})"),
+            Action::VmStart { vm } | Action::VmStop { vm } => format!("{} {vm}", self.name()),
+            other => match other.target() {
+                Some(t) => format!("{} {}", other.name(), target(t)),
+                None => other.name().to_string(),
+            },
+        }
+    }
+}
+
+/// A host named in an expectation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostRef {
+    /// By name.
+    Name(String),
+    /// `@event[N]`: the host event `N` acted on.
+    Event(usize),
+}
+
+impl fmt::Display for HostRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostRef::Name(h) => f.write_str(h),
+            HostRef::Event(i) => write!(f, "@event[{i}]"),
+        }
+    }
+}
+
+/// Whether a VM runs in PVE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PveState {
+    /// Running on exactly one node.
+    Running,
+    /// Running nowhere.
+    Stopped,
+}
+
+/// One expectation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expectation {
+    /// Its index in the file (`expect[i]`).
+    pub index: usize,
+    /// `None`: holds at the end; `Some(t)`: checked on the first sample at or after `t`.
+    pub at: Option<Duration>,
+    /// What must hold.
+    pub check: Check,
+}
+
+/// What an expectation checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// About one VM; every key given must hold.
+    Vm {
+        /// The VM.
+        vm: String,
+        /// Its fleet phase.
+        phase: Option<VmPhase>,
+        /// Whether it runs in PVE.
+        pve: Option<PveState>,
+        /// Where it is (its PVE node while it runs, else its fleet host).
+        on_host: Option<HostRef>,
+        /// Where it is not.
+        on_host_not: Vec<HostRef>,
+        /// The node whose directory in PVE holds its config.
+        pve_node: Option<HostRef>,
+        /// Whether the fleet has a recovery under way for it.
+        recovering: Option<bool>,
+        /// Whether its fleet host differs from the one it had at t=0.
+        moved: Option<bool>,
+    },
+    /// About one host.
+    Host {
+        /// The host.
+        host: HostRef,
+        /// Its fleet state.
+        state: Option<HostState>,
+        /// At least this many fleet VMs have it as their host.
+        min_vms: Option<usize>,
+        /// At most this many fleet VMs have it as their host.
+        max_vms: Option<usize>,
+    },
+    /// A fleet event after t=0 whose `subject: message` contains this text.
+    EventContains(String),
+}
+
+impl Check {
+    /// The expectation in words (`vm web-1 phase running, not on pve-b`).
+    pub fn describe(&self) -> String {
+        match self {
+            Check::Vm {
+                vm,
+                phase,
+                pve,
+                on_host,
+                on_host_not,
+                pve_node,
+                recovering,
+                moved,
+            } => {
+                let mut parts = vec![format!("vm {vm}")];
+                if let Some(p) = phase {
+                    parts.push(format!("phase {p}"));
+                }
+                if let Some(p) = pve {
+                    let p = match p {
+                        PveState::Running => "running in PVE",
+                        PveState::Stopped => "running nowhere in PVE",
+                    };
+                    parts.push(p.to_string());
+                }
+                if let Some(h) = on_host {
+                    parts.push(format!("on {h}"));
+                }
+                if !on_host_not.is_empty() {
+                    let hosts: Vec<String> = on_host_not.iter().map(HostRef::to_string).collect();
+                    parts.push(format!("not on {}", hosts.join(" or ")));
+                }
+                if let Some(n) = pve_node {
+                    parts.push(format!("config on {n} in PVE"));
+                }
+                if let Some(r) = recovering {
+                    parts.push(if *r { "recovering" } else { "not recovering" }.to_string());
+                }
+                if let Some(m) = moved {
+                    parts.push(if *m { "moved" } else { "not moved" }.to_string());
+                }
+                parts.join(", ")
+            }
+            Check::Host {
+                host,
+                state,
+                min_vms,
+                max_vms,
+            } => {
+                let mut parts = vec![format!("host {host}")];
+                if let Some(s) = state {
+                    parts.push(format!("state {s}"));
+                }
+                if let Some(n) = min_vms {
+                    parts.push(format!("at least {n} VMs"));
+                }
+                if let Some(n) = max_vms {
+                    parts.push(format!("at most {n} VMs"));
+                }
+                parts.join(", ")
+            }
+            Check::EventContains(text) => format!("a fleet event contains {text:?}"),
+        }
+    }
+}
+
+impl Scenario {
+    /// Host `name`'s number: its address is `127.0.1.<number>`.
+    pub fn host_number(&self, name: &str) -> Option<u32> {
+        let i = self.hosts.iter().position(|h| h.name == name)?;
+        u32::try_from(i + 1).ok()
+    }
+
+    /// The first partition event (`event[i]`), if any: such a scenario needs a namespace.
+    pub fn first_partition(&self) -> Option<&ScenarioEvent> {
+        self.events
+            .iter()
+            .find(|e| matches!(e.action, Action::Partition(_) | Action::Heal(_)))
+    }
+
+    /// The names of its VMs.
+    pub fn vm_names(&self) -> Vec<String> {
+        self.fleet.vm.iter().map(|v| v.name.clone()).collect()
+    }
+}

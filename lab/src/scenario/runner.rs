@@ -1,0 +1,487 @@
+//! Running a scenario against real processes: the lab's coordinators and agents with
+//! simulated PVE. The effects live here; every decision is one of the pure parts.
+//!
+//! ```text
+//!  bring up: members on 127.0.1.N ─▶ voters ─▶ PVE clusters ─▶ agents (bind 127.0.1.N)
+//!            ─▶ hosts online ─▶ apply the fleet ─▶ every VM in its desired state = t=0
+//!  play:     sampler task ──Reading every 200 ms──▶ timeline · invariants · expectations
+//!            events at their times ──▶ Stage (lab faults, nftables, simulator, admin calls)
+//!  end:      every expectation held for `hold` after the last event | timeout | Ctrl-C
+//!  teardown: always: Lab::stop, the nftables table removed, the directory kept or removed
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use protocol::admin::{Events, ReadMode};
+use protocol::spec::DesiredState;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::bring_up::{Started, bring_up};
+use super::error::ScenarioError;
+use super::expect::{ExpectContext, ExpectResult, evaluate};
+use super::figures::recovery_figures;
+use super::invariants::{Invariant, Invariants, Violation};
+use super::isolation::Isolation;
+use super::model::{Expectation, Scenario};
+use super::observer::Observer;
+use super::outcome::{End, Outcome};
+use super::played::PlayedEvent;
+use super::sample::{FleetSample, Sample};
+use super::sampler::{Reading, Sampler};
+use super::stage::Stage;
+use super::timeline::{EntryKind, Timeline, TimelineEntry, fleet_event};
+use crate::binaries::Binaries;
+use crate::error::LabError;
+use crate::lab::{Lab, LabOptions};
+use crate::partition::Partitions;
+use crate::sim_control::SimControl;
+
+/// The sampler's per-call timeout (a silent fleet must not stall the samples).
+const SAMPLE_CALL_TIMEOUT: Duration = Duration::from_millis(800);
+/// The hard limit of the whole bring-up (every step has its own wait within it).
+const BRING_UP_LIMIT: Duration = Duration::from_secs(300);
+/// How a run is made.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The programs.
+    pub binaries: Binaries,
+    /// Keep the lab's directory (state and logs) here; `None`: a temporary directory,
+    /// removed after a passing run.
+    pub keep: Option<PathBuf>,
+    /// Where the run lives.
+    pub isolation: Isolation,
+    /// RUST_LOG of every child (their logs go to the lab's `logs/`).
+    pub log_filter: String,
+}
+
+/// Runs `scenario`: brings its fleet up, plays it, tears it down (always). `stop` turning
+/// true interrupts it.
+///
+/// # Errors
+/// [`ScenarioError`] when the run cannot start (no namespace for partitions, a part that does
+/// not start, VMs that do not converge); a run that started always ends in an [`Outcome`].
+pub async fn run(
+    scenario: &Scenario,
+    options: &RunOptions,
+    observer: &mut dyn Observer,
+    stop: watch::Receiver<bool>,
+) -> Result<Outcome, ScenarioError> {
+    if let Some(e) = scenario.first_partition()
+        && let Isolation::Shared { why } = &options.isolation
+    {
+        return Err(ScenarioError::NoNamespace {
+            at: format!("event[{}]", e.index),
+            why: why.clone(),
+        });
+    }
+    let mut lab_options = LabOptions::new(options.binaries.clone());
+    lab_options.dir.clone_from(&options.keep);
+    lab_options.prefix = "pvefleet-sim".to_string();
+    lab_options.cluster_id = "sim".to_string();
+    lab_options.log_filter.clone_from(&options.log_filter);
+    if let Some(secs) = scenario.lease_secs {
+        lab_options.member_args = vec!["--lease-secs".to_string(), secs.to_string()];
+    }
+    let mut lab = Lab::new(lab_options)?;
+    observer.narrate(&format!(
+        "lab directory {} (logs in {})",
+        lab.root().display(),
+        lab.layout().logs().display()
+    ));
+    let mut partitions = Partitions::new();
+    let result = if scenario.first_partition().is_some() {
+        // An empty table first: nft missing or refused fails the run before anything starts.
+        match partitions.heal_all().await {
+            Ok(()) => Box::pin(drive(scenario, &mut lab, &mut partitions, observer, stop)).await,
+            Err(e) => Err(ScenarioError::Namespace(format!("nftables: {e}"))),
+        }
+    } else {
+        Box::pin(drive(scenario, &mut lab, &mut partitions, observer, stop)).await
+    };
+    let mut notes = Vec::new();
+    let teardown = lab.stop().await;
+    if teardown.killed > 0 {
+        notes.push(format!(
+            "teardown: {} process(es) did not stop on SIGTERM and were killed",
+            teardown.killed
+        ));
+    }
+    if let Err(e) = partitions.remove().await {
+        notes.push(format!("teardown: the nftables table was not removed: {e}"));
+    }
+    let passed = result.as_ref().is_ok_and(Outcome::passed);
+    let layout = lab.layout().clone();
+    let kept = if layout.temporary && passed {
+        if !layout.remove_if_temporary() {
+            notes.push(format!("could not remove {}", layout.root.display()));
+        }
+        None
+    } else {
+        Some(layout.root.clone())
+    };
+    observer.narrate(&format!(
+        "stopped {} processes{}",
+        teardown.clean + teardown.killed,
+        kept.as_ref().map_or(String::new(), |d| format!(
+            "; state and logs kept in {}",
+            d.display()
+        ))
+    ));
+    result.map(|mut outcome| {
+        outcome.isolation = options.isolation.describe();
+        outcome.notes.extend(notes);
+        outcome.kept = kept;
+        outcome
+    })
+}
+
+/// Resolves when `stop` turns true (never if its sender is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    if stop.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+async fn drive(
+    scenario: &Scenario,
+    lab: &mut Lab,
+    partitions: &mut Partitions,
+    observer: &mut dyn Observer,
+    mut stop: watch::Receiver<bool>,
+) -> Result<Outcome, ScenarioError> {
+    let begun = Instant::now();
+    let up = tokio::time::timeout(BRING_UP_LIMIT, Box::pin(bring_up(scenario, lab, observer)));
+    let started = tokio::select! {
+        r = up => r.map_err(|_| ScenarioError::Deadline { secs: BRING_UP_LIMIT.as_secs() })??,
+        () = stopped(&mut stop) => return Err(ScenarioError::Interrupted),
+    };
+    let startup = Started {
+        startup: begun.elapsed(),
+        ..started
+    };
+    Box::pin(play(scenario, lab, partitions, observer, stop, startup)).await
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// What the play has seen so far.
+struct Record {
+    samples: Vec<Sample>,
+    timeline: Vec<TimelineEntry>,
+    violations: Vec<Violation>,
+    fleet_events: Vec<String>,
+    last_fleet: Option<FleetSample>,
+    start_fleet: Option<FleetSample>,
+    timed: BTreeMap<usize, ExpectResult>,
+    silent: usize,
+    notes: Vec<String>,
+}
+
+impl Record {
+    fn judge(
+        &self,
+        e: &Expectation,
+        sample: &Sample,
+        hosts: &BTreeMap<usize, String>,
+    ) -> ExpectResult {
+        let ctx = ExpectContext {
+            sample,
+            fleet: self.last_fleet.as_ref(),
+            start: self.start_fleet.as_ref(),
+            event_hosts: hosts,
+            fleet_events: &self.fleet_events,
+        };
+        let (met, seen) = evaluate(&e.check, &ctx);
+        ExpectResult {
+            index: e.index,
+            at_ms: e.at.map(ms),
+            text: e.check.describe(),
+            met,
+            seen,
+        }
+    }
+}
+
+async fn play(
+    scenario: &Scenario,
+    lab: &mut Lab,
+    partitions: &mut Partitions,
+    observer: &mut dyn Observer,
+    mut stop: watch::Receiver<bool>,
+    started: Started,
+) -> Result<Outcome, ScenarioError> {
+    let client = started.client;
+    let since_seq = client
+        .call(&Events {
+            since: 0,
+            limit: Some(1),
+            read: ReadMode::Linearizable,
+        })
+        .await
+        .map_or(0, |r| r.last_seq);
+    let t0 = Instant::now();
+    let t0_unix = unix_ms();
+    let (off_tx, off_rx) = watch::channel(BTreeSet::new());
+    let sampler = Sampler {
+        client: client.clone().with_timeout(SAMPLE_CALL_TIMEOUT),
+        sims: started.sims.clone(),
+        off: off_rx,
+        vips: !scenario.fleet.vip.is_empty(),
+        t0,
+        since_seq,
+        retry_at: None,
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel::<Reading>();
+    let sampling = sampler.spawn(tx);
+    let mut stage = Stage {
+        lab,
+        scenario,
+        client: client.clone(),
+        partitions,
+        off: off_tx,
+        sims: started
+            .sims
+            .iter()
+            .map(|s| (s.label.clone(), s.control.clone()))
+            .collect::<BTreeMap<String, SimControl>>(),
+        pve_ha: BTreeMap::new(),
+        event_hosts: BTreeMap::new(),
+    };
+    let stopped_at_start: BTreeSet<String> = scenario
+        .fleet
+        .vm
+        .iter()
+        .filter(|v| {
+            v.state == DesiredState::Stopped
+                || matches!(
+                    v.ha.state,
+                    Some(protocol::spec::HaState::Stopped | protocol::spec::HaState::Disabled)
+                )
+        })
+        .map(|v| v.name.clone())
+        .collect();
+    let mut invariants = Invariants::new(scenario.vm_names(), &stopped_at_start);
+    let mut timeline = Timeline::new();
+    let mut rec = Record {
+        samples: Vec::new(),
+        timeline: Vec::new(),
+        violations: Vec::new(),
+        fleet_events: Vec::new(),
+        last_fleet: None,
+        start_fleet: None,
+        timed: BTreeMap::new(),
+        silent: 0,
+        notes: Vec::new(),
+    };
+    let emit = |rec: &mut Record, observer: &mut dyn Observer, e: TimelineEntry| {
+        observer.entry(&e);
+        rec.timeline.push(e);
+    };
+    observer.narrate(&format!(
+        "every VM is in its desired state after {:.1} s: t=0",
+        started.startup.as_secs_f64()
+    ));
+    let deadline = t0 + scenario.timeout;
+    let mut next = 0;
+    let mut played: Vec<PlayedEvent> = Vec::new();
+    let mut last_played_ms = 0;
+    let mut met_since: Option<i64> = None;
+    let end = loop {
+        let next_at = scenario.events.get(next).map(|e| t0 + e.at);
+        tokio::select! {
+            biased;
+            () = stopped(&mut stop) => break End::Interrupted,
+            () = tokio::time::sleep_until(deadline) => break End::Timeout,
+            () = tokio::time::sleep_until(next_at.unwrap_or(deadline)), if next_at.is_some() => {
+                let Some(event) = scenario.events.get(next) else { continue };
+                next += 1;
+                let t_ms = ms(t0.elapsed());
+                last_played_ms = t_ms;
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                let acted = tokio::time::timeout(remaining, stage.play(event.index, &event.action))
+                    .await
+                    .unwrap_or_else(|_| Err("not done before the timeout".to_string()));
+                let host = acted.as_ref().ok().and_then(|a| a.host.clone());
+                let text = event.action.describe(host.as_deref());
+                let error = acted.err();
+                let line = match &error {
+                    None => format!("event[{}] {text}", event.index),
+                    Some(e) => format!("event[{}] {text} FAILED: {e}", event.index),
+                };
+                emit(&mut rec, observer, TimelineEntry::new(t_ms, EntryKind::Scenario, line));
+                played.push(PlayedEvent {
+                    index: event.index,
+                    t_ms,
+                    action: event.action.name().to_string(),
+                    host,
+                    vm: event.action.vm().map(str::to_string),
+                    text,
+                    error,
+                });
+            }
+            reading = rx.recv() => {
+                let Some(reading) = reading else { break End::Timeout };
+                let sample = reading.sample;
+                for ev in &reading.events {
+                    rec.fleet_events.push(format!("{} {}: {}", ev.kind, ev.subject, ev.message));
+                    emit(&mut rec, observer, fleet_event(ev, t0_unix));
+                }
+                for e in timeline.observe(&sample) {
+                    emit(&mut rec, observer, e);
+                }
+                for v in invariants.observe(&sample) {
+                    let text = format!("VIOLATION {}: {}", v.invariant, v.detail);
+                    emit(&mut rec, observer, TimelineEntry::new(v.t_ms, EntryKind::Violation, text));
+                    rec.violations.push(v);
+                }
+                if let Err(e) = stage.lab.check_alive() {
+                    let text = match &e {
+                        LabError::NotReady { what, problem, .. } => format!("{what} {problem}"),
+                        other => other.to_string(),
+                    };
+                    rec.notes.push(format!("{} {text}", super::duration::seconds(sample.t_ms)));
+                    emit(&mut rec, observer, TimelineEntry::new(sample.t_ms, EntryKind::Note, text));
+                    stage.lab.forget_exited();
+                }
+                match &sample.fleet {
+                    Some(f) => {
+                        rec.last_fleet = Some(f.clone());
+                        if rec.start_fleet.is_none() {
+                            rec.start_fleet = Some(f.clone());
+                        }
+                    }
+                    None => rec.silent += 1,
+                }
+                for e in scenario.expects.iter().filter(|e| e.at.is_some_and(|at| ms(at) <= sample.t_ms)) {
+                    if !rec.timed.contains_key(&e.index) {
+                        let result = rec.judge(e, &sample, &stage.event_hosts);
+                        let text = format!(
+                            "expect[{}] {}: {} ({})",
+                            e.index,
+                            result.text,
+                            if result.met { "met" } else { "UNMET" },
+                            result.seen
+                        );
+                        emit(&mut rec, observer, TimelineEntry::new(sample.t_ms, EntryKind::Note, text));
+                        rec.timed.insert(e.index, result);
+                    }
+                }
+                let after_last = next == scenario.events.len() && sample.t_ms >= last_played_ms;
+                let all_timed = scenario.expects.iter().all(|e| e.at.is_none() || rec.timed.contains_key(&e.index));
+                let holds = scenario
+                    .expects
+                    .iter()
+                    .filter(|e| e.at.is_none())
+                    .all(|e| rec.judge(e, &sample, &stage.event_hosts).met);
+                rec.samples.push(sample);
+                let t = rec.samples.last().map_or(0, |s| s.t_ms);
+                if after_last && holds {
+                    let since = *met_since.get_or_insert(t);
+                    if all_timed && t - since >= ms(scenario.hold) {
+                        break End::ExpectationsMet;
+                    }
+                } else {
+                    met_since = None;
+                }
+            }
+        }
+    };
+    sampling.abort();
+    let end_ms = ms(t0.elapsed());
+    client.close().await;
+    let last = rec.samples.last().cloned().unwrap_or(Sample {
+        t_ms: end_ms,
+        pve: Default::default(),
+        fleet: None,
+    });
+    let mut expectations = Vec::new();
+    for e in &scenario.expects {
+        let result = match (e.at, rec.timed.get(&e.index)) {
+            (None, _) => rec.judge(e, &last, &stage.event_hosts),
+            (Some(_), Some(r)) => r.clone(),
+            (Some(at), None) => ExpectResult {
+                index: e.index,
+                at_ms: Some(ms(at)),
+                text: e.check.describe(),
+                met: false,
+                seen: "the run ended before that time".to_string(),
+            },
+        };
+        expectations.push(result);
+    }
+    for e in scenario.events.iter().skip(next) {
+        played.push(PlayedEvent {
+            index: e.index,
+            t_ms: ms(e.at),
+            action: e.action.name().to_string(),
+            host: None,
+            vm: e.action.vm().map(str::to_string),
+            text: e.action.describe(None),
+            error: Some("not played: the run ended first".to_string()),
+        });
+    }
+    let mut observed = vec![];
+    let unread = rec
+        .samples
+        .iter()
+        .filter(|s| !s.pve.unread.is_empty())
+        .count();
+    if unread > 0 {
+        observed.push((
+            Invariant::OneRunner,
+            format!("{unread} sample(s) could not read every simulator"),
+        ));
+    }
+    observed.push((
+        Invariant::OneVipOwner,
+        if scenario.fleet.vip.is_empty() {
+            "no VIP in the scenario".to_string()
+        } else {
+            "holders as the admin API reports them (one replicated owner per VIP): the lab's \
+             agents only simulate holding, so a second holder on a host is not observable here"
+                .to_string()
+        },
+    ));
+    for h in &scenario.hosts {
+        if h.pve_cluster.is_none() && h.memory_gib != 64 {
+            rec.notes.push(format!(
+                "host {}: a standalone simulated node has 64 GiB (the lab's PveNode), not the \
+                 {} GiB of the file",
+                h.name, h.memory_gib
+            ));
+        }
+    }
+    rec.timeline.sort_by_key(|e| e.t_ms);
+    let figures = recovery_figures(&played, &rec.samples);
+    Ok(Outcome {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        isolation: String::new(),
+        hosts: scenario.hosts.iter().map(|h| h.name.clone()).collect(),
+        vms: scenario.vm_names(),
+        startup_ms: u64::try_from(started.startup.as_millis()).unwrap_or(u64::MAX),
+        end_ms,
+        end,
+        samples: rec.samples.len(),
+        fleet_silent_samples: rec.silent,
+        events: played,
+        timeline: rec.timeline,
+        invariants: Outcome::verdicts(&rec.violations, &observed),
+        violations: rec.violations,
+        expectations,
+        figures,
+        kept: None,
+        notes: rec.notes,
+    })
+}

@@ -1,0 +1,346 @@
+//! Playing a scenario's events on the lab: each [`Action`] becomes the lab's fault actions
+//! (power, signals, restarts), nftables cuts, simulator faults or admin calls. Targets are
+//! resolved when the event is played (`@leader` through the admin API). A failure is the
+//! event's, in words; the run goes on.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use client::AdminClient;
+use protocol::NodeId;
+use protocol::admin::{ClusterStatus, HostList, ReadMode, VmApply, VmGet, VmPower, VmPowerAction};
+use protocol::spec::{DesiredState, HaState};
+use tokio::sync::watch;
+
+use super::model::{Action, Scenario, Target};
+use crate::lab::{Lab, Part};
+use crate::partition::{Partitions, host_address};
+use crate::sim_control::SimControl;
+
+/// How long `@leader` may take to be known (an election under way).
+const LEADER_WAIT: Duration = Duration::from_secs(10);
+/// The task error an injected start failure ends with.
+const START_FAILURE: &str = "scenario: injected start failure";
+
+/// What the events act on.
+pub struct Stage<'a> {
+    /// The fleet.
+    pub lab: &'a mut Lab,
+    /// The scenario.
+    pub scenario: &'a Scenario,
+    /// An admin client.
+    pub client: AdminClient,
+    /// The cuts.
+    pub partitions: &'a mut Partitions,
+    /// The standalone hosts powered off (the sampler skips their simulators).
+    pub off: watch::Sender<BTreeSet<String>>,
+    /// The simulators: label → control (every cluster and standalone host).
+    pub sims: BTreeMap<String, SimControl>,
+    /// PVE HA resources set so far, per simulator (each call replaces the list).
+    pub pve_ha: BTreeMap<String, Vec<(u32, String)>>,
+    /// The host each played event acted on.
+    pub event_hosts: BTreeMap<usize, String>,
+}
+
+/// What an event acted on.
+#[derive(Debug, Clone, Default)]
+pub struct Acted {
+    /// The host, resolved.
+    pub host: Option<String>,
+}
+
+impl Stage<'_> {
+    /// Plays event `index`'s `action`; the host it acted on, or why it failed.
+    pub async fn play(&mut self, index: usize, action: &Action) -> Result<Acted, String> {
+        let host = match action.target() {
+            Some(t) => Some(self.resolve(t).await?),
+            None => None,
+        };
+        if let Some(h) = &host {
+            self.event_hosts.insert(index, h.clone());
+        }
+        let on = || host.clone().unwrap_or_default();
+        match action {
+            Action::PowerOff(_) => self.power_off(&on()).await?,
+            Action::PowerOn(_) => self.power_on(&on()).await?,
+            Action::Reset(_) => {
+                self.power_off(&on()).await?;
+                self.power_on(&on()).await?;
+            }
+            Action::Partition(_) => {
+                let addr = self.address(&on())?;
+                self.partitions.cut(addr).await.map_err(|e| e.to_string())?;
+            }
+            Action::Heal(Some(_)) => {
+                let addr = self.address(&on())?;
+                self.partitions
+                    .heal(addr)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Action::Heal(None) => self
+                .partitions
+                .heal_all()
+                .await
+                .map_err(|e| e.to_string())?,
+            Action::KillAgent(_) => {
+                let i = self.agent(&on())?;
+                self.lab.kill(Part::Agent(i)).await;
+            }
+            Action::RestartAgent(_) => {
+                let i = self.agent(&on())?;
+                self.lab.start_agent(i).await.map_err(|e| e.to_string())?;
+            }
+            Action::FreezeAgent(_) => {
+                let i = self.agent(&on())?;
+                self.lab
+                    .pause(Part::Agent(i))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Action::ThawAgent(_) => {
+                let i = self.agent(&on())?;
+                self.lab
+                    .resume(Part::Agent(i))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Action::KillCoordinator(_) => {
+                let i = self.member(&on())?;
+                self.lab.kill(Part::Member(i)).await;
+            }
+            Action::RestartCoordinator(_) => {
+                let i = self.member(&on())?;
+                self.lab.start_member(i).await.map_err(|e| e.to_string())?;
+            }
+            Action::FailStart { vm, count } => {
+                let (vmid, _) = self.placed(vm).await?;
+                for (label, control) in &self.sims {
+                    control
+                        .fail_tasks(Some(vmid), "qmstart", START_FAILURE, Some(*count))
+                        .await
+                        .map_err(|e| format!("{label}: {e}"))?;
+                }
+            }
+            Action::Lock { vm, lock } => {
+                let (vmid, host) = self.placed(vm).await?;
+                let i = self.agent(&host)?;
+                let control = self.lab.pve_control(i).map_err(|e| e.to_string())?;
+                control
+                    .set_vm_lock(vmid, Some(lock))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Action::PveHa { vm, state } => {
+                let (vmid, host) = self.placed(vm).await?;
+                let label = self.sim_of(&host)?;
+                let list = self.pve_ha.entry(label.clone()).or_default();
+                list.retain(|(id, _)| *id != vmid);
+                list.push((vmid, state.clone()));
+                let resources: Vec<(u32, &str)> =
+                    list.iter().map(|(id, s)| (*id, s.as_str())).collect();
+                let control = self.sims.get(&label).ok_or("no simulator")?;
+                control
+                    .set_ha_resources(&resources)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Action::VmStart { vm } => self.power(vm, VmPowerAction::Start).await?,
+            Action::VmStop { vm } => self.power(vm, VmPowerAction::Stop).await?,
+            Action::VmHa { vm, state } => self.set_ha(vm, *state).await?,
+        }
+        Ok(Acted { host })
+    }
+
+    async fn resolve(&mut self, target: &Target) -> Result<String, String> {
+        match target {
+            Target::Host(h) => Ok(h.clone()),
+            Target::Event(n) => self
+                .event_hosts
+                .get(n)
+                .cloned()
+                .ok_or_else(|| format!("event[{n}] acted on no host (it failed?)")),
+            Target::HostOf(vm) => {
+                let rec = self
+                    .client
+                    .call(&VmGet {
+                        name: vm.clone(),
+                        read: ReadMode::Linearizable,
+                    })
+                    .await
+                    .map_err(|e| format!("@vm:{vm}: {e}"))?;
+                let id = rec
+                    .assignment
+                    .host
+                    .ok_or_else(|| format!("@vm:{vm}: the VM has no host"))?;
+                self.host_name(id).await
+            }
+            Target::Leader => {
+                let deadline = tokio::time::Instant::now() + LEADER_WAIT;
+                loop {
+                    let status = self.client.call(&ClusterStatus {}).await;
+                    let leader = status.as_ref().ok().and_then(|s| s.leader);
+                    let member = leader
+                        .and_then(|id| self.lab.members().iter().position(|m| m.node_id == id));
+                    if let Some(i) = member {
+                        return self
+                            .scenario
+                            .coordinators
+                            .get(i)
+                            .cloned()
+                            .ok_or_else(|| format!("@leader: member {i} has no host"));
+                    }
+                    if tokio::time::Instant::now() > deadline {
+                        return Err(match status {
+                            Ok(_) => format!("@leader: no leader known within {LEADER_WAIT:?}"),
+                            Err(e) => format!("@leader: {e}"),
+                        });
+                    }
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        }
+    }
+
+    async fn host_name(&self, id: NodeId) -> Result<String, String> {
+        let hosts = self
+            .client
+            .call(&HostList {
+                read: ReadMode::Linearizable,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        hosts
+            .hosts
+            .iter()
+            .find(|h| h.id == id)
+            .map(|h| h.name.clone())
+            .ok_or_else(|| format!("no host {id} in the fleet"))
+    }
+
+    /// VM `vm`'s VMID and host name.
+    async fn placed(&self, vm: &str) -> Result<(u32, String), String> {
+        let rec = self
+            .client
+            .call(&VmGet {
+                name: vm.to_string(),
+                read: ReadMode::Linearizable,
+            })
+            .await
+            .map_err(|e| format!("{vm}: {e}"))?;
+        let vmid = rec
+            .assignment
+            .vmid
+            .ok_or_else(|| format!("{vm} has no VMID yet"))?;
+        let host = rec
+            .assignment
+            .host
+            .ok_or_else(|| format!("{vm} has no host"))?;
+        Ok((vmid, self.host_name(host).await?))
+    }
+
+    fn agent(&self, host: &str) -> Result<usize, String> {
+        self.lab.agent_index(host).map_err(|e| e.to_string())
+    }
+
+    fn member(&self, host: &str) -> Result<usize, String> {
+        self.scenario
+            .coordinators
+            .iter()
+            .position(|c| c == host)
+            .ok_or_else(|| format!("{host} runs no coordinator"))
+    }
+
+    fn address(&self, host: &str) -> Result<std::net::IpAddr, String> {
+        self.scenario
+            .host_number(host)
+            .map(host_address)
+            .ok_or_else(|| format!("no host {host}"))
+    }
+
+    /// The simulator serving `host`.
+    fn sim_of(&self, host: &str) -> Result<String, String> {
+        let def = self
+            .scenario
+            .hosts
+            .iter()
+            .find(|h| h.name == host)
+            .ok_or_else(|| format!("no host {host}"))?;
+        Ok(def.pve_cluster.clone().unwrap_or_else(|| host.to_string()))
+    }
+
+    async fn power_off(&mut self, host: &str) -> Result<(), String> {
+        if let Ok(m) = self.member(host) {
+            self.lab.kill(Part::Member(m)).await;
+        }
+        let i = self.agent(host)?;
+        self.lab
+            .power_off_host(i)
+            .await
+            .map_err(|e| e.to_string())?;
+        if self.sim_of(host)? == host {
+            self.off.send_modify(|off| {
+                off.insert(host.to_string());
+            });
+        }
+        Ok(())
+    }
+
+    async fn power_on(&mut self, host: &str) -> Result<(), String> {
+        let i = self.agent(host)?;
+        self.lab.power_on_host(i).await.map_err(|e| e.to_string())?;
+        self.off.send_modify(|off| {
+            off.remove(host);
+        });
+        if let Ok(m) = self.member(host)
+            && !self.lab.runs(Part::Member(m))
+        {
+            self.lab
+                .start_member(m)
+                .await
+                .map_err(|e| format!("its coordinator: {e}"))?;
+        }
+        if !self.lab.runs(Part::Agent(i)) {
+            self.lab
+                .start_agent(i)
+                .await
+                .map_err(|e| format!("its agent: {e}"))?;
+        }
+        Ok(())
+    }
+
+    async fn power(&self, vm: &str, action: VmPowerAction) -> Result<(), String> {
+        self.client
+            .call(&VmPower {
+                name: vm.to_string(),
+                request_id: format!("sim-{:016x}", rand::random::<u64>()),
+                action,
+            })
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    async fn set_ha(&self, vm: &str, state: HaState) -> Result<(), String> {
+        let mut spec = self
+            .client
+            .call(&VmGet {
+                name: vm.to_string(),
+                read: ReadMode::Linearizable,
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .spec;
+        spec.ha.state = Some(state);
+        match state {
+            HaState::Started => spec.state = DesiredState::Running,
+            HaState::Stopped | HaState::Disabled => spec.state = DesiredState::Stopped,
+            HaState::Ignored => {}
+        }
+        self.client
+            .call(&VmApply { spec })
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,252 @@
+//! Checking `[[event]]` entries: the action is known, it has the keys it takes and only
+//! those, its target (a host name, `@leader`, `@vm:NAME`, `@event[N]`) and its VM exist.
+
+use protocol::spec::HaState;
+
+use super::super::error::ScenarioError;
+use super::super::file::RawEvent;
+use super::super::model::{Action, ScenarioEvent, Target};
+use super::refusal::{Checked, invalid, time, unknown_host, unknown_vm};
+
+/// PVE's HA resource states, for `pve-ha`.
+const PVE_HA_STATES: [&str; 4] = ["started", "stopped", "disabled", "ignored"];
+
+/// `@event[N]` → `Some(N)`.
+pub(super) fn event_ref(text: &str) -> Option<Result<usize, ()>> {
+    let inner = text.strip_prefix("@event[")?.strip_suffix(']');
+    Some(inner.and_then(|n| n.parse().ok()).ok_or(()))
+}
+
+fn target(at: &str, text: &str, hosts: &[&str], vms: &[&str]) -> Checked<Target> {
+    if text == "@leader" {
+        return Ok(Target::Leader);
+    }
+    if let Some(vm) = text.strip_prefix("@vm:") {
+        if !vms.contains(&vm) {
+            return invalid(at, unknown_vm(vm, vms));
+        }
+        return Ok(Target::HostOf(vm.to_string()));
+    }
+    match event_ref(text) {
+        Some(Ok(n)) => return Ok(Target::Event(n)),
+        Some(Err(())) => return invalid(at, format!("{text:?}: write @event[N], N a number")),
+        None => {}
+    }
+    if text.starts_with('@') {
+        return invalid(
+            at,
+            format!("{text:?}: expected a host name, @leader, @vm:NAME or @event[N]"),
+        );
+    }
+    if !hosts.contains(&text) {
+        return invalid(at, unknown_host(text, hosts));
+    }
+    Ok(Target::Host(text.to_string()))
+}
+
+/// The keys an action takes besides `at` and `action`.
+fn keys_of(action: &str) -> Option<&'static [&'static str]> {
+    Some(match action {
+        "power-off"
+        | "power-on"
+        | "reset"
+        | "partition"
+        | "kill-agent"
+        | "restart-agent"
+        | "freeze-agent"
+        | "thaw-agent"
+        | "kill-coordinator"
+        | "restart-coordinator" => &["host"],
+        "heal" => &["host"],
+        "fail-start" => &["vm", "count"],
+        "lock" => &["vm", "lock"],
+        "pve-ha" | "vm-ha" => &["vm", "state"],
+        "vm-start" | "vm-stop" => &["vm"],
+        _ => return None,
+    })
+}
+
+const ACTIONS: &str = "power-off, power-on, reset, partition, heal, kill-agent, restart-agent, \
+     freeze-agent, thaw-agent, kill-coordinator, restart-coordinator, fail-start, lock, pve-ha, \
+     vm-start, vm-stop, vm-ha";
+
+pub(super) fn event(
+    i: usize,
+    e: RawEvent,
+    hosts: &[&str],
+    vms: &[&str],
+    coordinators: &[String],
+) -> Checked<ScenarioEvent> {
+    let at = |key: &str| format!("event[{i}].{key}");
+    let when = time(&at("at"), &e.at)?;
+    let Some(allowed) = keys_of(&e.action) else {
+        return invalid(
+            at("action"),
+            format!("unknown action {:?}; expected one of {ACTIONS}", e.action),
+        );
+    };
+    let given = [
+        ("host", e.host.is_some()),
+        ("vm", e.vm.is_some()),
+        ("count", e.count.is_some()),
+        ("lock", e.lock.is_some()),
+        ("state", e.state.is_some()),
+    ];
+    for (key, present) in given {
+        if present && !allowed.contains(&key) {
+            return invalid(
+                at(key),
+                format!(
+                    "action {} does not take {key} (it takes {})",
+                    e.action,
+                    allowed.join(", ")
+                ),
+            );
+        }
+    }
+    let optional_host = || -> Checked<Option<Target>> {
+        e.host
+            .as_deref()
+            .map(|h| target(&at("host"), h, hosts, vms))
+            .transpose()
+    };
+    let host = || -> Checked<Target> {
+        optional_host()?.ok_or_else(|| {
+            ScenarioError::invalid(
+                at("host"),
+                format!(
+                    "action {} needs host = a host name, @leader, @vm:NAME or @event[N]",
+                    e.action
+                ),
+            )
+        })
+    };
+    let vm = || -> Checked<String> {
+        match &e.vm {
+            Some(v) if vms.contains(&v.as_str()) => Ok(v.clone()),
+            Some(v) => invalid(at("vm"), unknown_vm(v, vms)),
+            None => invalid(at("vm"), format!("action {} needs vm = NAME", e.action)),
+        }
+    };
+    let coordinator_host = || -> Checked<Target> {
+        let t = host()?;
+        if let Target::Host(h) = &t
+            && !coordinators.contains(h)
+        {
+            return invalid(
+                at("host"),
+                format!(
+                    "{h} runs no coordinator (the coordinators run on {})",
+                    coordinators.join(", ")
+                ),
+            );
+        }
+        Ok(t)
+    };
+    let action = match e.action.as_str() {
+        "power-off" => Action::PowerOff(host()?),
+        "power-on" => Action::PowerOn(host()?),
+        "reset" => Action::Reset(host()?),
+        "partition" => Action::Partition(host()?),
+        "heal" => Action::Heal(optional_host()?),
+        "kill-agent" => Action::KillAgent(host()?),
+        "restart-agent" => Action::RestartAgent(host()?),
+        "freeze-agent" => Action::FreezeAgent(host()?),
+        "thaw-agent" => Action::ThawAgent(host()?),
+        "kill-coordinator" => Action::KillCoordinator(coordinator_host()?),
+        "restart-coordinator" => Action::RestartCoordinator(coordinator_host()?),
+        "fail-start" => {
+            let count = match e.count {
+                Some(n) if n >= 1 => n,
+                Some(_) => return invalid(at("count"), "at least 1"),
+                None => return invalid(at("count"), "fail-start needs count = N (at least 1)"),
+            };
+            Action::FailStart { vm: vm()?, count }
+        }
+        "lock" => {
+            let lock = match &e.lock {
+                Some(l)
+                    if !l.is_empty() && l.chars().all(|c| c.is_ascii_lowercase() || c == '-') =>
+                {
+                    l.clone()
+                }
+                Some(l) => {
+                    return invalid(
+                        at("lock"),
+                        format!("{l:?}: a PVE lock name (backup, create, ...)"),
+                    );
+                }
+                None => return invalid(at("lock"), "lock needs lock = NAME (backup, create, ...)"),
+            };
+            Action::Lock { vm: vm()?, lock }
+        }
+        "pve-ha" => {
+            let state = e.state.clone().unwrap_or_else(|| "started".to_string());
+            if !PVE_HA_STATES.contains(&state.as_str()) {
+                return invalid(
+                    at("state"),
+                    format!("{state:?}: expected one of {}", PVE_HA_STATES.join(", ")),
+                );
+            }
+            Action::PveHa { vm: vm()?, state }
+        }
+        "vm-ha" => {
+            let state = match e.state.as_deref() {
+                Some("started") => HaState::Started,
+                Some("stopped") => HaState::Stopped,
+                Some("disabled") => HaState::Disabled,
+                Some("ignored") => HaState::Ignored,
+                Some(other) => {
+                    return invalid(
+                        at("state"),
+                        format!("{other:?}: expected started, stopped, disabled or ignored"),
+                    );
+                }
+                None => {
+                    return invalid(
+                        at("state"),
+                        "vm-ha needs state = started|stopped|disabled|ignored",
+                    );
+                }
+            };
+            Action::VmHa { vm: vm()?, state }
+        }
+        "vm-start" => Action::VmStart { vm: vm()? },
+        "vm-stop" => Action::VmStop { vm: vm()? },
+        other => return invalid(at("action"), format!("unknown action {other:?}")),
+    };
+    Ok(ScenarioEvent {
+        index: i,
+        at: when,
+        action,
+    })
+}
+
+/// Every `@event[N]` target names an event with a host that is played before it.
+pub(super) fn check_event_refs(events: &[ScenarioEvent]) -> Checked<()> {
+    for e in events {
+        let Some(Target::Event(n)) = e.action.target() else {
+            continue;
+        };
+        let at = format!("event[{}].host", e.index);
+        let Some(earlier) = events.iter().find(|x| x.index == *n) else {
+            return invalid(at, format!("@event[{n}]: the scenario has no event[{n}]"));
+        };
+        if earlier.action.target().is_none() {
+            return invalid(
+                at,
+                format!(
+                    "@event[{n}]: event[{n}] ({}) acts on no host",
+                    earlier.action.name()
+                ),
+            );
+        }
+        if (earlier.at, earlier.index) >= (e.at, e.index) {
+            return invalid(
+                at,
+                format!("@event[{n}]: event[{n}] is not played before this one"),
+            );
+        }
+    }
+    Ok(())
+}
