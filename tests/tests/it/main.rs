@@ -16,6 +16,7 @@ mod host_failure;
 mod host_recovery;
 mod launcher;
 mod proxmoxer;
+mod scenarios;
 mod schema_conformance;
 mod units;
 mod vips;

@@ -1,0 +1,94 @@
+//! The project's HA tests as scenario files (`tests/scenarios/*.toml`, docs/scenarios.md), each
+//! run by the operator's own runner, `pvefleet sim run FILE`: real coordinators and agents on
+//! simulated PVE clusters, in a private network namespace of the run (CI runs as root; without
+//! root the runner uses a user namespace, and a scenario that needs one fails rather than
+//! skips). A scenario passes when its four invariants held on every sample and its
+//! expectations were met; the failure message is the runner's own report.
+//!
+//! Every file of the directory is run: `every_scenario_file_has_a_test` fails on a file no
+//! test below runs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use lab::Binaries;
+use lab::binaries::CLI;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios")
+}
+
+/// Runs `tests/scenarios/{name}.toml`; panics with the runner's report unless it passed.
+fn run(name: &str) {
+    let cli = Binaries::beside_current_exe()
+        .and_then(|b| b.path(CLI))
+        .expect("the pvefleet binary");
+    let file = dir().join(format!("{name}.toml"));
+    let out = Command::new(cli)
+        .args(["sim", "run"])
+        .arg(&file)
+        .output()
+        .expect("pvefleet sim run");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "scenario {name} failed ({}):\n{report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(report.contains("verdict: PASSED"), "{report}");
+}
+
+macro_rules! scenarios {
+    ($($test:ident => $name:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                run($name);
+            }
+        )*
+
+        /// The scenario names the tests above run.
+        const NAMES: &[&str] = &[$($name),*];
+    };
+}
+
+scenarios! {
+    host_power_off => "host-power-off",
+    host_partition => "host-partition",
+    host_reset => "host-reset",
+    host_returns => "host-returns",
+    leader_host_lost => "leader-host-lost",
+    leader_killed => "leader-killed",
+    quorum_loss => "quorum-loss",
+    agent_killed => "agent-killed",
+    agent_frozen => "agent-frozen",
+    start_failures => "start-failures",
+    disabled_ignored_lost => "disabled-ignored-lost",
+    strict_no_eligible => "strict-no-eligible",
+    lock_backup => "lock-backup",
+    lock_create => "lock-create",
+    pve_ha_refused => "pve-ha-refused",
+    recreate_other_cluster => "recreate-other-cluster",
+    spread_17 => "spread-17",
+}
+
+#[test]
+fn every_scenario_file_has_a_test() {
+    let mut files: Vec<String> = std::fs::read_dir(dir())
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".toml").map(str::to_string)
+        })
+        .collect();
+    files.sort();
+    let mut named: Vec<String> = NAMES.iter().map(|s| (*s).to_string()).collect();
+    named.sort();
+    assert_eq!(
+        files, named,
+        "tests/scenarios and the tests of scenarios.rs differ"
+    );
+}
