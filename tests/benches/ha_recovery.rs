@@ -7,9 +7,13 @@
 //! Each round is one `pvefleet sim run` of a scenario of the project's HA library (real
 //! coordinator and agent processes, a simulated PVE cluster of four nodes with shared storage,
 //! three HA guests), so the figure is what an operator's run of the same file shows:
-//! - `host-power-off`: the host holding `web-1` loses power (agent, coordinator and node);
-//! - `host-partition`: it loses its links to the rest of the fleet (nftables in the run's own
-//!   network namespace) and fences itself; the majority recovers after the proof.
+//! - `power-off` (`host-power-off`): the host holding `web-1` loses power (agent, coordinator
+//!   and node);
+//! - `partition` (the bench's `partition-plain`): a host without a coordinator loses its links
+//!   to the rest of the fleet (nftables in the run's own network namespace) and fences itself;
+//!   the majority recovers after the proof;
+//! - `part-lead` (`host-partition`): the same for the host of the leading coordinator, so an
+//!   election and the new leader's wait (rule 3) come first.
 //!
 //! Prints one row per round (fenced after, all guests running elsewhere after), the median per
 //! kind, and the timeline of the first power-off round. `PVEFLEET_HA_ROUNDS` sets the rounds
@@ -22,9 +26,12 @@ use std::process::Command;
 use lab::Binaries;
 use lab::binaries::CLI;
 
-const KINDS: [(&str, &str); 2] = [
-    ("power-off", "host-power-off.toml"),
-    ("partition", "host-partition.toml"),
+/// The kinds measured, with their scenario (in tests/scenarios, or the bench's own in
+/// tests/benches/scenarios).
+const KINDS: [(&str, &str); 3] = [
+    ("power-off", "scenarios/host-power-off.toml"),
+    ("partition", "benches/scenarios/partition-plain.toml"),
+    ("part-lead", "scenarios/host-partition.toml"),
 ];
 
 /// One round's figures, in ms from the failure.
@@ -37,9 +44,7 @@ struct Round {
 }
 
 fn scenario(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join(file)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file)
 }
 
 fn median(mut v: Vec<i64>) -> Option<f64> {
@@ -103,7 +108,10 @@ fn main() {
                     .map(|entries| {
                         entries
                             .iter()
-                            .filter_map(|e| e["line"].as_str().map(str::to_string))
+                            .filter_map(|e| {
+                                let t = e["t_ms"].as_i64()? as f64 / 1000.0;
+                                Some(format!("{t:+9.3}s {}", e["text"].as_str()?))
+                            })
                             .collect()
                     })
                     .unwrap_or_default();
