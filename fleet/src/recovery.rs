@@ -1,6 +1,7 @@
 //! Recovering the VMs of fenced hosts, as a pure function of the replicated state: which VM
 //! goes where, which waits and why, and which recoveries are over. The leader proposes the
-//! answer as [`Command::RecoverVm`] and [`Command::EndRecovery`]; the state machine refuses a
+//! answer as [`Command::RecoverVm`](crate::state::Command::RecoverVm) and
+//! [`Command::EndRecovery`](crate::state::Command::EndRecovery); the state machine refuses a
 //! recovery from a host that is not fenced, whatever this planner was told.
 //!
 //! ```text
