@@ -27,6 +27,7 @@ use protocol::admin::{ReadMode, VipStatus, VmList};
 use protocol::spec::FleetSpecFile;
 
 use super::Session;
+use super::shutdown_signal::shutdown_signal;
 use crate::args::{Cli, Command, DemoArgs};
 use crate::exit::CliError;
 use crate::output::{OutputFormat, json};
@@ -352,22 +353,5 @@ async fn keep_running(demo: &mut Lab) {
                 }
             }
         }
-    }
-}
-
-/// Completes on the first SIGINT (Ctrl-C) or SIGTERM; never if neither can be watched.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(mut int), Ok(mut term)) => {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
     }
 }

@@ -14,6 +14,7 @@ mod member;
 mod pool;
 mod range;
 mod session;
+mod shutdown_signal;
 mod sim;
 mod token;
 mod vip;

@@ -21,6 +21,7 @@ use lab::scenario::{Observer, Outcome, RunOptions, TimelineEntry, report};
 use tokio::sync::watch;
 
 use super::Session;
+use super::shutdown_signal::shutdown_signal;
 use crate::args::{SimCommand, SimRunArgs};
 use crate::exit::CliError;
 use crate::output::OutputFormat;
@@ -158,21 +159,4 @@ fn write(session: &mut Session<'_>, text: &str) -> Result<(), CliError> {
         .write_all(text.as_bytes())
         .and_then(|()| session.out.flush())
         .map_err(|e| CliError::Output(e.to_string()))
-}
-
-/// Completes on the first SIGINT (Ctrl-C) or SIGTERM; never if neither can be watched.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(mut int), Ok(mut term)) => {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
-    }
 }
