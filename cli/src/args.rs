@@ -73,6 +73,9 @@ pub enum Command {
     /// PVE hosts running a node agent: capacity, usage, state.
     #[command(subcommand)]
     Host(HostCommand),
+    /// Cluster-wide settings: overcommit, reserves, the default VMID range and the HA defaults.
+    #[command(subcommand)]
+    Settings(SettingsCommand),
     /// The fleet's event log, oldest first (`--follow` waits for new ones).
     Events(EventsArgs),
     /// Allocate ids directly, or release an address (for tests, scripts and reservations).
@@ -271,6 +274,16 @@ impl From<JoinRole> for Role {
             JoinRole::Agent => Role::Agent,
         }
     }
+}
+
+/// `pvefleet settings ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum SettingsCommand {
+    /// Show the settings in force, HA defaults included.
+    Show,
+    /// Replace the settings with the `[settings]` table of a file (a key left out is its
+    /// default; `[settings.ha]` holds the HA defaults of VMs that leave them out).
+    Apply(ApplyArgs),
 }
 
 /// `-f FILE` of the apply commands.

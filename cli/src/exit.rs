@@ -108,6 +108,15 @@ pub enum CliError {
         /// The command (`pool`, `range`, `vip`).
         command: &'static str,
     },
+    /// `settings apply` on a file without `[settings]`.
+    #[error(
+        "{} defines no [settings] table: nothing to apply (see `pvefleet settings apply --help`)",
+        shown(path)
+    )]
+    NoSettings {
+        /// The file.
+        path: PathBuf,
+    },
     /// An apply stopped at one entry; the entries before it were applied.
     #[error(
         "{kind} {name}: {source}\n{done} of {total} applied before it; the rest were not sent: \
@@ -187,6 +196,7 @@ impl CliError {
             CliError::Apply { source, .. } => client_status(source),
             CliError::SpecFile { .. }
             | CliError::NothingToApply { .. }
+            | CliError::NoSettings { .. }
             | CliError::RevokeSelf { .. } => ExitStatus::Refused,
             CliError::Output(_) | CliError::Demo(_) | CliError::AdminNotSaved { .. } => {
                 ExitStatus::Failed

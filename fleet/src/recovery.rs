@@ -56,11 +56,11 @@ pub fn plan(state: &FleetState, now: UnixMillis) -> Vec<RecoveryAction> {
             .hosts()
             .get(&from)
             .is_some_and(|h| h.state == HostState::Fenced);
-        let ha = rec.spec.ha;
+        let ha = state.ha_policy(rec);
         if rec.deleting || !fenced || !ha.fences() || ha.recovery == RecoveryMode::None {
             continue;
         }
-        let (to, message) = match place(state, rec, from, rec.spec.ha.recovery, &[], &mut views) {
+        let (to, message) = match place(state, rec, from, ha.recovery, &[], &mut views) {
             Ok((to, message)) => (Some(to), message),
             Err(why) => (None, why),
         };

@@ -78,7 +78,7 @@ mod tests {
         // Settings v1 cannot carry: the current layout, so they are not confused with the
         // command a v1 agent would act on.
         let tuned = ensure(HaSpec {
-            max_restart: 5,
+            max_restart: Some(5),
             ..HaSpec::started()
         });
         assert!(matches!(Journaled::of(&tuned), Journaled::Current(_)));

@@ -16,6 +16,7 @@ mod cluster;
 mod event;
 mod host_v1;
 mod recovery;
+mod settings_v1;
 mod token;
 mod view;
 mod vm;
@@ -30,6 +31,7 @@ pub use cluster::{
 pub use event::{Event, EventKind, EventLevel};
 pub use host_v1::HostV1;
 pub use recovery::{PVE_CLUSTER_LABEL, Recovery, StartFailures, TakeOver};
+pub use settings_v1::SettingsV1;
 pub use token::{StoredToken, TokenRefusal, TokenView, validate_token_record};
 pub use view::{FleetView, FleetViewV1};
 pub use vm::{Assignment, Condition, ConditionKind, NicAddress, VmPhase, VmRecord, VmStatus};

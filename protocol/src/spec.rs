@@ -46,7 +46,8 @@ pub use description::{
 };
 pub use file::{FleetSpecFile, SpecFileError, VmSpecFile, parse_fleet_file, parse_vm_file};
 pub use ha::{
-    DEFAULT_MAX_RELOCATE, DEFAULT_MAX_RESTART, HaSpec, HaState, MAX_HA_TRIES, RecoveryMode,
+    DEFAULT_MAX_RELOCATE, DEFAULT_MAX_RESTART, HaDefaults, HaPolicy, HaSpec, HaState, MAX_HA_TRIES,
+    RecoveryMode,
 };
 pub use infra::{
     DEFAULT_PREEMPT_DELAY_SECS, IpPoolSpec, MAX_VIP_CHECKS, PoolBounds, VipSpec, VmidRangeSpec,
@@ -134,7 +135,8 @@ pub struct VmSpec {
     pub placement: Placement,
     /// PVE HA's settings: whether the fleet's HA manages the VM (fenced with its host,
     /// recovered elsewhere), its request, retry limits and recovery mode. Spec files take
-    /// `ha = true` (started, PVE's defaults), `ha = false` or a `[vm.ha]` table ([`HaSpec`]).
+    /// `ha = true` (started, the fleet's defaults), `ha = false` or a `[vm.ha]` table
+    /// ([`HaSpec`]).
     #[serde(default)]
     pub ha: HaSpec,
     /// The VMID range to allocate from; absent = the fleet's default range.

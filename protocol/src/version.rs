@@ -32,7 +32,8 @@ pub const OLDEST: Version = Version(1);
 ///   holding (the lease's `agent.vip_renew`/`agent.vip_release`, `admin.vip_status|move`,
 ///   `MoveVip`, `ApplyVip`, the VIP spec's labels, preemption and checks), host liveness
 ///   (`SetHostLiveness`, a host's `state_reason`) and PVE HA's settings in the VM spec
-///   (`VmSpec::ha` as an `HaSpec`, `ApplyVm`). Not released yet
+///   (`VmSpec::ha` as an `HaSpec`, `ApplyVm`) with the fleet's defaults (`Settings::ha`,
+///   `ApplySettings`). Not released yet
 ///   (the pin is v1): its layouts may change until a release carries it.
 pub const CURRENT: Version = Version(2);
 
@@ -51,6 +52,11 @@ pub const HOST_LIVENESS: Version = Version(2);
 /// (state, `max_restart`, `max_relocate`, recovery) instead of a bool, carried by
 /// `ApplyVm`; a spec v1 can carry exactly is still written in the v1 layout (`VmSpecV1`).
 pub const HA_SETTINGS: Version = Version(2);
+
+/// The version that introduced the fleet's HA defaults: `Settings::ha` (the limits and
+/// recovery mode of VMs that leave them out), carried by `ApplySettings`; settings with PVE's
+/// defaults are still written in the v1 layout (`SettingsV1`).
+pub const HA_DEFAULTS: Version = Version(2);
 
 /// The version that introduced the recovery of a fenced host's guests: `RecoverVm`,
 /// `EndRecovery`, the state's recoveries and `EnsureVm::take_over`.

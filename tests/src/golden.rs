@@ -21,12 +21,12 @@ use protocol::agent::{
 };
 use protocol::fleet::{
     Capacity, EventKind, EventLevel, HostFacts, HostState, Member, MemberRole, Settings,
-    StoredToken, VmStatus,
+    SettingsV1, StoredToken, VmStatus,
 };
 use protocol::join::{JoinRequest, JoinResponse, RenewRequest, RenewResponse};
 use protocol::spec::{
-    CheckType, DesiredState, HaSpec, HaState, IpPoolSpec, NicIp, NicSpec, RecoveryMode, VipCheck,
-    VipSpec, VipSpecV1, VmSpec, VmSpecV1, VmidRangeSpec,
+    CheckType, DesiredState, HaDefaults, HaSpec, HaState, IpPoolSpec, NicIp, NicSpec, RecoveryMode,
+    VipCheck, VipSpec, VipSpecV1, VmSpec, VmSpecV1, VmidRangeSpec,
 };
 use protocol::version::{Version, VersionRange};
 use transport::frame::RequestEnvelope;
@@ -238,9 +238,9 @@ fn vm_spec_ha() -> VmSpec {
     spec.state = DesiredState::Stopped;
     spec.ha = HaSpec {
         state: Some(HaState::Stopped),
-        max_restart: 2,
-        max_relocate: 3,
-        recovery: RecoveryMode::Recreate,
+        max_restart: Some(2),
+        max_relocate: Some(3),
+        recovery: Some(RecoveryMode::Recreate),
     };
     spec
 }
@@ -468,11 +468,11 @@ pub fn commands() -> Vec<Command> {
             now,
         },
         Command::PutSettings {
-            settings: Settings {
+            settings: SettingsV1::shown(&Settings {
                 default_vmid_range: Some("prod".into()),
                 max_vms_per_host: Some(50),
                 ..Settings::default()
-            },
+            }),
             now,
         },
         Command::RecordEvent {
@@ -614,8 +614,8 @@ pub fn commands() -> Vec<Command> {
         Command::ApplyVm {
             spec: Box::new(VmSpec {
                 ha: HaSpec {
-                    recovery: RecoveryMode::Relocate,
-                    max_restart: 2,
+                    recovery: Some(RecoveryMode::Relocate),
+                    max_restart: Some(2),
                     ..HaSpec::started()
                 },
                 ..vm_spec()
@@ -693,6 +693,20 @@ pub fn commands() -> Vec<Command> {
         Command::HaClearFailures {
             name: "web".into(),
             message: "HA state is disabled now: its failed starts are forgotten".into(),
+            now,
+        },
+        // Encoding v2: the fleet's HA defaults.
+        Command::ApplySettings {
+            settings: Settings {
+                default_vmid_range: Some("prod".into()),
+                max_vms_per_host: Some(50),
+                ha: HaDefaults {
+                    max_restart: 0,
+                    max_relocate: 2,
+                    recovery: RecoveryMode::Recreate,
+                },
+                ..Settings::default()
+            },
             now,
         },
     ]

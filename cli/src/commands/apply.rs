@@ -68,6 +68,11 @@ pub(crate) fn note_other_sections(file: &FleetSpecFile, applying: &str) {
         ("vip", file.vip.len(), "vip"),
         ("vm", file.vm.len(), "vm"),
     ];
+    if file.settings.is_some() && applying != "settings" {
+        eprintln!(
+            "note: [settings] not applied by this command: use `pvefleet settings apply -f FILE`"
+        );
+    }
     for (table, count, command) in sections {
         if count > 0 && table != applying {
             eprintln!(

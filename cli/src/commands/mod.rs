@@ -14,6 +14,7 @@ mod member;
 mod pool;
 mod range;
 mod session;
+mod settings;
 mod shutdown_signal;
 mod sim;
 mod token;
@@ -39,6 +40,7 @@ pub(crate) async fn dispatch(session: &mut Session<'_>, command: &Command) -> Re
         Command::Range(c) => range::run(session, c).await,
         Command::Vip(c) => vip::run(session, c).await,
         Command::Host(c) => host::run(session, c).await,
+        Command::Settings(c) => settings::run(session, c).await,
         Command::Events(a) => events::run(session, a).await,
         Command::Alloc(c) => alloc::run(session, c).await,
         Command::Demo(a) => demo::run(session, a).await,

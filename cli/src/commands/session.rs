@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use bootstrap::cli_config::CliConfig;
 use client::AdminClient;
-use protocol::admin::{HostList, ReadMode};
+use protocol::admin::{HostList, ReadMode, SettingsGet};
 use protocol::fleet::UnixMillis;
 
 use crate::args::Cli;
@@ -100,6 +100,19 @@ impl<'a> Session<'a> {
         let client = self.client()?;
         if let Ok(reply) = client.call(&HostList { read: self.read() }).await {
             self.ctx.hosts = reply.hosts.into_iter().map(|h| (h.id, h.name)).collect();
+        }
+        Ok(())
+    }
+
+    /// Learns the fleet's HA defaults for tables that show a VM's HA settings, like
+    /// [`Session::learn_host_names`]: a failure leaves them shown as `default`.
+    pub(crate) async fn learn_ha_defaults(&mut self) -> Result<(), CliError> {
+        if self.cli.output != OutputFormat::Table {
+            return Ok(());
+        }
+        let client = self.client()?;
+        if let Ok(reply) = client.call(&SettingsGet { read: self.read() }).await {
+            self.ctx.ha_defaults = Some(reply.settings.ha);
         }
         Ok(())
     }

@@ -49,6 +49,9 @@ pub(crate) async fn run(session: &mut Session<'_>, command: &VmCommand) -> Resul
             };
             let reply = session.client()?.call(&request).await?;
             session.learn_host_names().await?;
+            if reply.spec.ha.state.is_some() {
+                session.learn_ha_defaults().await?;
+            }
             session.print(&reply)
         }
         VmCommand::Explain { name } => {

@@ -20,6 +20,7 @@ pub mod printable;
 pub mod progress;
 mod reports;
 mod resources;
+mod settings;
 pub mod table;
 mod tokens;
 mod vips;
@@ -30,6 +31,7 @@ use std::collections::BTreeMap;
 
 use protocol::NodeId;
 use protocol::fleet::UnixMillis;
+use protocol::spec::HaDefaults;
 use serde::Serialize;
 
 pub use admins::{AdminAdded, admin_state};
@@ -61,6 +63,9 @@ pub struct Context {
     pub now: UnixMillis,
     /// Host names by node id, to show hosts by name (missing ones are shown by id).
     pub hosts: BTreeMap<NodeId, String>,
+    /// The fleet's HA defaults, to show the limits a VM leaves to them (unknown: shown as
+    /// `default`).
+    pub ha_defaults: Option<HaDefaults>,
 }
 
 impl Context {
@@ -69,6 +74,7 @@ impl Context {
         Context {
             now,
             hosts: BTreeMap::new(),
+            ha_defaults: None,
         }
     }
 

@@ -3,7 +3,9 @@
 
 use protocol::admin::VmListReply;
 use protocol::fleet::VmRecord;
-use protocol::spec::{DiskSpec, HaSpec, NicIp, NicSpec, Placement, TemplateSpec, VmSpec};
+use protocol::spec::{
+    DiskSpec, HaDefaults, HaSpec, NicIp, NicSpec, Placement, TemplateSpec, VmSpec,
+};
 
 use super::human::{age, gib, mib, or_dash};
 use super::table::{Table, fields};
@@ -84,7 +86,7 @@ impl Render for VmRecord {
             ("memory", memory(s)),
             ("template", template(s.template.as_ref())),
             ("state", format!("{} (restart: {})", s.state, s.restart)),
-            ("ha", ha(&s.ha)),
+            ("ha", ha(&s.ha, ctx.ha_defaults.as_ref())),
             ("placement", placement(&s.placement)),
             (
                 "vmid range",
@@ -135,13 +137,25 @@ impl Render for VmRecord {
     }
 }
 
-/// `started, restart 1, relocate 1, recovery relocate`, or `-` for a VM outside HA.
-fn ha(ha: &HaSpec) -> String {
+/// `started, restart 1, relocate 1 (fleet default), recovery relocate (fleet default)` (just
+/// `default` when the defaults could not be read), or
+/// `-` for a VM outside HA. A value the VM leaves to the fleet says so, shown as the default
+/// in force when it is known.
+fn ha(ha: &HaSpec, defaults: Option<&HaDefaults>) -> String {
+    fn value<T: std::fmt::Display>(own: Option<T>, default: Option<T>) -> String {
+        match (own, default) {
+            (Some(v), _) => v.to_string(),
+            (None, Some(d)) => format!("{d} (fleet default)"),
+            (None, None) => "default".to_string(),
+        }
+    }
     match ha.state {
         None => "-".to_string(),
         Some(state) => format!(
             "{state}, restart {}, relocate {}, recovery {}",
-            ha.max_restart, ha.max_relocate, ha.recovery
+            value(ha.max_restart, defaults.map(|d| d.max_restart)),
+            value(ha.max_relocate, defaults.map(|d| d.max_relocate)),
+            value(ha.recovery, defaults.map(|d| d.recovery)),
         ),
     }
 }

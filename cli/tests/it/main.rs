@@ -18,4 +18,5 @@ mod output_escaping;
 mod output_fleet;
 mod output_resources;
 mod renewal;
+mod settings;
 mod support;

@@ -46,7 +46,7 @@ cpu:         2 cores x 1 socket
 memory:      2 GiB
 template:    debian-12 (linked clone)
 state:       running (restart: never)
-ha:          started, restart 1, relocate 1, recovery relocate
+ha:          started, restart default, relocate default, recovery default
 placement:   any host
 vmid range:  default
 created:     3d ago (2025-02-26T12:00:00Z)
@@ -77,8 +77,8 @@ Running     true     Started   90m
                 "cloud_init": null, "agent": false, "onboot": false, "protection": false,
                 "state": "running", "restart": "never",
                 "placement": {"hosts": [], "exclude_hosts": [], "labels": {}},
-                "ha": {"state": "started", "max_restart": 1, "max_relocate": 1,
-                       "recovery": "relocate"},
+                "ha": {"state": "started", "max_restart": null, "max_relocate": null,
+                       "recovery": null},
                 "vmid_range": null
             },
             "generation": 3,

@@ -40,10 +40,10 @@ fn applied<R: Rpc<Response = ApplyReply>>(
 
 pub(crate) fn settings_put(r: &SettingsPut, now: UnixMillis) -> Result<Command, RemoteError> {
     validate_settings(&r.settings).map_err(invalid)?;
-    Ok(Command::PutSettings {
-        settings: r.settings.clone(),
-        now,
-    })
+    // PVE's HA defaults stay a v1 command (`PutSettings`), so settings apply while the cluster
+    // is still at v1; other HA defaults need v2 (`ApplySettings`, refused with the reason until
+    // every member reads it).
+    Ok(Command::put_settings(r.settings.clone(), now))
 }
 
 pub(crate) fn settings_put_reply(

@@ -37,7 +37,7 @@ pub(super) fn plan_stale_copies(
             let elsewhere = rec.assignment.host.is_some_and(|h| h != host);
             if !elsewhere
                 || rec.deleting
-                || rec.spec.ha.recovery != RecoveryMode::Recreate
+                || state.ha_policy(rec).recovery != RecoveryMode::Recreate
                 || inflight.commands.contains_key(&vm.name)
             {
                 continue;

@@ -32,7 +32,7 @@ fn decide(
     views: &mut [HostView],
 ) -> Option<RecoveryAction> {
     let vm = rec.spec.name.clone();
-    let ha = rec.spec.ha;
+    let ha = state.ha_policy(rec);
     let host_name = |id| {
         state
             .hosts()

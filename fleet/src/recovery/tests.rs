@@ -159,7 +159,7 @@ impl World {
 
 fn ha(recovery: RecoveryMode) -> HaSpec {
     HaSpec {
-        recovery,
+        recovery: Some(recovery),
         ..HaSpec::started()
     }
 }
@@ -404,8 +404,8 @@ fn fail_start(w: &mut World, name: &str, host: u64) {
 fn failed_starts_restart_then_relocate_to_untried_hosts_then_give_up() {
     let mut w = alpha();
     let tries = HaSpec {
-        max_restart: 1,
-        max_relocate: 1,
+        max_restart: Some(1),
+        max_relocate: Some(1),
         ..ha(RecoveryMode::Relocate)
     };
     w.vm("flaky", tries, "shared", 1);
@@ -495,6 +495,89 @@ fn a_vm_that_cannot_relocate_gives_up_after_its_restarts_and_one_that_runs_is_fo
     let actions = w.step();
     assert!(
         matches!(actions.as_slice(), [RecoveryAction::ClearFailures { message, .. }] if message.contains("after 1 failed start")),
+        "{actions:?}"
+    );
+}
+
+/// The fleet's HA defaults: `max_restart`, `max_relocate` and the recovery mode a VM leaves out.
+fn set_ha_defaults(w: &mut World, defaults: protocol::spec::HaDefaults) {
+    let settings = protocol::fleet::Settings {
+        ha: defaults,
+        ..w.state.settings().clone()
+    };
+    w.ok(Command::put_settings(settings, w.now));
+}
+
+#[test]
+fn what_a_vm_leaves_out_follows_the_fleets_defaults_and_what_it_says_wins() {
+    let mut w = alpha();
+    set_ha_defaults(
+        &mut w,
+        protocol::spec::HaDefaults {
+            recovery: RecoveryMode::None,
+            ..Default::default()
+        },
+    );
+    // `ha = true`: the fleet's default, none: left to the operator.
+    w.vm("follows", HaSpec::started(), "shared", 2);
+    // Its own mode wins over the default.
+    w.vm("own", ha(RecoveryMode::Relocate), "shared", 2);
+    w.fence(2);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::Recover { vm, to: Some(_), .. }] if vm == "own"),
+        "{actions:?}"
+    );
+    assert_eq!(w.host_of("follows"), Some(2));
+    assert!(w.state.recovery("follows").is_none());
+    // A default changed later applies to every VM that leaves it out, read when used.
+    set_ha_defaults(
+        &mut w,
+        protocol::spec::HaDefaults {
+            recovery: RecoveryMode::Relocate,
+            ..Default::default()
+        },
+    );
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::Recover { vm, to: Some(_), .. }] if vm == "follows"),
+        "{actions:?}"
+    );
+    assert_ne!(w.host_of("follows"), Some(2));
+}
+
+#[test]
+fn start_failure_limits_a_vm_leaves_out_are_the_fleets_defaults() {
+    let mut w = alpha();
+    // No restart on the same host, no relocation: the first failed start is an error.
+    set_ha_defaults(
+        &mut w,
+        protocol::spec::HaDefaults {
+            max_restart: 0,
+            max_relocate: 0,
+            ..Default::default()
+        },
+    );
+    w.vm("strict", HaSpec::started(), "shared", 1);
+    // Its own max_restart (1) wins; max_relocate (0) is the default's.
+    let own = HaSpec {
+        max_restart: Some(1),
+        ..HaSpec::started()
+    };
+    w.vm("patient", own, "shared", 1);
+    fail_start(&mut w, "strict", 1);
+    fail_start(&mut w, "patient", 1);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::GiveUp { vm, message }]
+            if vm == "strict" && message.contains("max_restart = 0, max_relocate = 0")),
+        "{actions:?}"
+    );
+    fail_start(&mut w, "patient", 1);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::GiveUp { vm, message }]
+            if vm == "patient" && message.contains("max_restart = 1, max_relocate = 0")),
         "{actions:?}"
     );
 }

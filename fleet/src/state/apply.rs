@@ -100,7 +100,8 @@ impl FleetState {
             Command::SetVmState { name, state, now } => self.set_vm_state(&name, state, now),
             Command::AddMember { member, now } => self.add_member(member, now),
             Command::RemoveMember { id, now } => self.remove_member(id, now),
-            Command::PutSettings { settings, now } => self.put_settings(settings, now),
+            Command::PutSettings { settings, now } => self.put_settings(settings.into(), now),
+            Command::ApplySettings { settings, now } => self.put_settings(settings, now),
             Command::RecordEvent {
                 level,
                 kind,

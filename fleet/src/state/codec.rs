@@ -217,8 +217,9 @@ pub fn encode_snapshot(state: &FleetState, cluster: Version) -> Result<Vec<u8>, 
             let view = snapshot_v1::v1_view(state).ok_or_else(|| CodecError::Encode {
                 what: "snapshot",
                 reason: "the state holds a VIP with labels, preemption or checks, a host \
-                         with a state reason, or a VM with HA settings, which encoding v1 \
-                         cannot carry"
+                         with a state reason, a VM with HA settings, a recovery, failed \
+                         starts or HA defaults in the settings, which encoding v1 cannot \
+                         carry"
                     .into(),
             })?;
             prefixed("snapshot", cluster, &view)

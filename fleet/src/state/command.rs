@@ -12,14 +12,15 @@ use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
 use protocol::fleet::{
     Capacity, EventKind, EventLevel, HostFacts, HostState, Member, NicAddress, Settings,
-    StoredToken, TokenRefusal, UnixMillis, VmStatus,
+    SettingsV1, StoredToken, TokenRefusal, UnixMillis, VmStatus,
 };
 use protocol::spec::{
     DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VipSpecV1, VmSpec, VmSpecV1,
     VmidRangeSpec,
 };
 use protocol::version::{
-    ADMINS, HA_SETTINGS, HOST_LIVENESS, OLDEST, RECOVERY, VIP_HOLDING, Version, VersionRange,
+    ADMINS, HA_DEFAULTS, HA_SETTINGS, HOST_LIVENESS, OLDEST, RECOVERY, VIP_HOLDING, Version,
+    VersionRange,
 };
 use serde::{Deserialize, Serialize};
 
@@ -224,10 +225,11 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
-    /// Replace the cluster settings.
+    /// Replace the cluster settings with v1's, the HA defaults PVE's (the v1 layout;
+    /// [`Command::put_settings`] picks it or [`Command::ApplySettings`]).
     PutSettings {
         /// The settings.
-        settings: Settings,
+        settings: SettingsV1,
         /// Proposal time.
         now: UnixMillis,
     },
@@ -443,6 +445,13 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// Replace the cluster settings, HA defaults included (v2).
+    ApplySettings {
+        /// The settings.
+        settings: Settings,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
@@ -459,6 +468,17 @@ impl Command {
                 spec: Box::new(spec),
                 now,
             },
+        }
+    }
+
+    /// The command that replaces the settings with `settings`: [`Command::PutSettings`] when
+    /// v1 carries them exactly (PVE's HA defaults), so it applies while the cluster is still at
+    /// v1; [`Command::ApplySettings`] otherwise, refused with the reason until every member
+    /// reads v2.
+    pub fn put_settings(settings: Settings, now: UnixMillis) -> Command {
+        match SettingsV1::exact(&settings) {
+            Some(v1) => Command::PutSettings { settings: v1, now },
+            None => Command::ApplySettings { settings, now },
         }
     }
 
@@ -518,6 +538,7 @@ impl Command {
             | Command::HaRelocate { .. }
             | Command::HaGiveUp { .. }
             | Command::HaClearFailures { .. } => RECOVERY,
+            Command::ApplySettings { .. } => HA_DEFAULTS,
         }
     }
 
@@ -569,6 +590,7 @@ impl Command {
             Command::HaRelocate { .. } => "HaRelocate",
             Command::HaGiveUp { .. } => "HaGiveUp",
             Command::HaClearFailures { .. } => "HaClearFailures",
+            Command::ApplySettings { .. } => "ApplySettings",
         }
     }
 }

@@ -39,6 +39,7 @@ use protocol::fleet::{
     AdminRecord, Event, FleetView, Host, IpPool, Member, Settings, StoredToken, Vip, VmRecord,
     VmidRange,
 };
+use protocol::spec::HaPolicy;
 use serde::{Deserialize, Serialize};
 
 pub use cluster_versions::ClusterVersions;
@@ -97,6 +98,12 @@ impl FleetState {
     /// The cluster settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// `vm`'s HA settings in force: its spec's, with the fleet's defaults for what it leaves
+    /// out.
+    pub fn ha_policy(&self, vm: &VmRecord) -> HaPolicy {
+        vm.spec.ha.policy(&self.settings.ha)
     }
 
     /// Recorded coordinator members, by id.

@@ -66,7 +66,7 @@ impl FleetState {
                 "VM {name:?} is no longer on host {from_node}"
             )));
         }
-        let ha = rec.spec.ha;
+        let ha = rec.spec.ha.policy(&self.settings.ha);
         if !ha.fences() || ha.recovery == protocol::spec::RecoveryMode::None {
             return Err(StateError::Conflict(format!(
                 "VM {name:?} is not recovered (HA {}, recovery {})",

@@ -6,14 +6,14 @@
 //! Writing v1 drops the v2 fields: they are empty then, because every command that fills them
 //! is refused until the cluster version is v2 (and the cluster version never goes down).
 //! The layout is what v1 builds read: never change it. (v2 changed `Vip`, `Host` and the VM
-//! spec, so their v1 layouts are named here as `VipV1`, `HostV1` and `VmRecordV1`: the same
-//! bytes.)
+//! spec and the settings, so their v1 layouts are named here as `VipV1`, `HostV1`,
+//! `VmRecordV1` and `SettingsV1`: the same bytes.)
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use protocol::NodeId;
 use protocol::fleet::{
-    Host, HostV1, IpPool, Member, Settings, StoredToken, Vip, VmRecord, VmRecordV1, VmidRange,
+    Host, HostV1, IpPool, Member, SettingsV1, StoredToken, Vip, VmRecord, VmRecordV1, VmidRange,
 };
 use protocol::spec::VipV1;
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,7 @@ use super::events::EventLog;
 #[derive(Serialize)]
 struct Borrowed<'a> {
     last_applied: &'a Option<u64>,
-    settings: &'a Settings,
+    settings: SettingsV1,
     members: &'a BTreeMap<NodeId, Member>,
     hosts: BTreeMap<&'a NodeId, HostV1>,
     revoked_nodes: &'a BTreeSet<NodeId>,
@@ -44,7 +44,7 @@ struct Borrowed<'a> {
 #[derive(Deserialize)]
 struct Owned {
     last_applied: Option<u64>,
-    settings: Settings,
+    settings: SettingsV1,
     members: BTreeMap<NodeId, Member>,
     hosts: BTreeMap<NodeId, HostV1>,
     revoked_nodes: BTreeSet<NodeId>,
@@ -58,8 +58,8 @@ struct Owned {
     versions: ClusterVersions,
 }
 
-/// `state` in the v1 layout (a serde value for the codec to encode); `None` if a VIP, a host or
-/// a VM uses a field v1 cannot carry (never the case at cluster version v1, where only v1
+/// `state` in the v1 layout (a serde value for the codec to encode); `None` if a VIP, a host, a
+/// VM or the settings use a field v1 cannot carry (never the case at cluster version v1, where only v1
 /// commands apply).
 pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
     if !state.recoveries.is_empty() || !state.start_failures.is_empty() {
@@ -82,7 +82,7 @@ pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
         .collect::<Option<BTreeMap<_, _>>>()?;
     Some(Borrowed {
         last_applied: &state.last_applied,
-        settings: &state.settings,
+        settings: SettingsV1::exact(&state.settings)?,
         members: &state.members,
         hosts,
         revoked_nodes: &state.revoked_nodes,
@@ -106,7 +106,7 @@ impl From<SnapshotV1> for FleetState {
     fn from(SnapshotV1(v1): SnapshotV1) -> FleetState {
         FleetState {
             last_applied: v1.last_applied,
-            settings: v1.settings,
+            settings: v1.settings.into(),
             members: v1.members,
             hosts: v1
                 .hosts

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use client::AdminClient;
 use protocol::Role;
-use protocol::admin::{PoolApply, ReadMode, VipApply, VmApply, VmList, VmidRangeApply};
+use protocol::admin::{
+    PoolApply, ReadMode, SettingsPut, VipApply, VmApply, VmList, VmidRangeApply,
+};
 use protocol::fleet::VmPhase;
 use protocol::spec::{DesiredState, VmidRangeSpec};
 use tokio::time::Instant;
@@ -189,6 +191,15 @@ async fn apply(client: &AdminClient, scenario: &Scenario) -> Result<(), Scenario
             .call(&VipApply { spec: spec.clone() })
             .await
             .map_err(|e| fail(format!("vip {}", spec.name), e))?;
+    }
+    // After the ranges: the settings may name the default one.
+    if let Some(settings) = &fleet.settings {
+        client
+            .call(&SettingsPut {
+                settings: settings.clone(),
+            })
+            .await
+            .map_err(|e| fail("settings".to_string(), e))?;
     }
     for spec in &fleet.vm {
         client

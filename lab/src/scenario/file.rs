@@ -12,6 +12,8 @@
 //! nodes = ["pve-a", "pve-b", "pve-c"]
 //! [[host]]
 //! name = "pve-a"
+//! [settings.ha]                # optional: the fleet's settings, as `pvefleet settings apply`
+//! recovery = "relocate"
 //! [[vm]]                       # exactly `pvefleet vm apply -f`'s tables
 //! name = "web-1"
 //! memory_mib = 512
@@ -61,6 +63,8 @@ pub(crate) struct RawFile {
     pub(crate) vmid_range: Vec<toml::Value>,
     #[serde(default)]
     pub(crate) vip: Vec<toml::Value>,
+    #[serde(default)]
+    pub(crate) settings: Option<toml::Value>,
     #[serde(default)]
     pub(crate) event: Vec<toml::Value>,
     #[serde(default)]

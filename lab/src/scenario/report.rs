@@ -42,7 +42,11 @@ pub fn header(scenario: &Scenario, isolation: &str) -> String {
                 parts.push("stopped".to_string());
             }
             if let Some(ha) = v.ha.state {
-                parts.push(format!("HA {ha}, recovery {}", v.ha.recovery));
+                let defaults = scenario.fleet.settings.clone().unwrap_or_default().ha;
+                parts.push(format!(
+                    "HA {ha}, recovery {}",
+                    v.ha.policy(&defaults).recovery
+                ));
             }
             if parts.is_empty() {
                 v.name.clone()

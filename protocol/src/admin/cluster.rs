@@ -5,10 +5,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{Done, ReadMode};
 use crate::encoding::{self, EncodingError};
-use crate::fleet::{FleetView, FleetViewV1, Host, HostV1, Member, MemberRole, Settings};
+use crate::fleet::{
+    FleetView, FleetViewV1, Host, HostV1, Member, MemberRole, Settings, SettingsV1,
+};
 use crate::identity::NodeId;
 use crate::rpc::Rpc;
-use crate::version::{HOST_LIVENESS, VIP_HOLDING, Version};
+use crate::version::{HA_DEFAULTS, HOST_LIVENESS, VIP_HOLDING, Version};
 
 /// `pvefleet cluster status`: members, leader, term, commit/applied index, lag.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,6 +151,36 @@ pub struct SettingsReply {
 impl Rpc for SettingsGet {
     const METHOD: &'static str = "admin.settings_get";
     type Response = SettingsReply;
+
+    /// At v1, the settings without the HA defaults.
+    fn encode_response_at(
+        response: &SettingsReply,
+        version: Version,
+    ) -> Result<Vec<u8>, EncodingError> {
+        response.encode_at(version)
+    }
+
+    fn decode_response_at(version: Version, bytes: &[u8]) -> Result<SettingsReply, EncodingError> {
+        SettingsReply::decode_at(version, bytes)
+    }
+}
+
+impl SettingsReply {
+    fn encode_at(&self, version: Version) -> Result<Vec<u8>, EncodingError> {
+        if version >= HA_DEFAULTS {
+            return encoding::encode(self);
+        }
+        encoding::encode(&SettingsV1::shown(&self.settings))
+    }
+
+    fn decode_at(version: Version, bytes: &[u8]) -> Result<SettingsReply, EncodingError> {
+        if version >= HA_DEFAULTS {
+            return encoding::decode(bytes);
+        }
+        encoding::decode::<SettingsV1>(bytes).map(|v1| SettingsReply {
+            settings: v1.into(),
+        })
+    }
 }
 
 /// Replaces the cluster settings (validated; the default range must exist).
@@ -161,6 +193,40 @@ pub struct SettingsPut {
 impl Rpc for SettingsPut {
     const METHOD: &'static str = "admin.settings_put";
     type Response = SettingsReply;
+
+    /// At v1, the v1 layout; HA defaults other than PVE's cannot be sent to a v1 member,
+    /// which would apply less than was asked.
+    fn encode_at(&self, version: Version) -> Result<Vec<u8>, EncodingError> {
+        if version >= HA_DEFAULTS {
+            return encoding::encode(self);
+        }
+        let v1 = SettingsV1::exact(&self.settings).ok_or_else(|| EncodingError::TooNew {
+            what: "settings with HA defaults (settings.ha)".to_string(),
+            needs: HA_DEFAULTS,
+            reader: version,
+        })?;
+        encoding::encode(&v1)
+    }
+
+    fn decode_at(version: Version, bytes: &[u8]) -> Result<Self, EncodingError> {
+        if version >= HA_DEFAULTS {
+            return encoding::decode(bytes);
+        }
+        encoding::decode::<SettingsV1>(bytes).map(|v1| SettingsPut {
+            settings: v1.into(),
+        })
+    }
+
+    fn encode_response_at(
+        response: &SettingsReply,
+        version: Version,
+    ) -> Result<Vec<u8>, EncodingError> {
+        response.encode_at(version)
+    }
+
+    fn decode_response_at(version: Version, bytes: &[u8]) -> Result<SettingsReply, EncodingError> {
+        SettingsReply::decode_at(version, bytes)
+    }
 }
 
 /// The whole fleet at once (`pvefleet demo`, `--output json` dumps).

@@ -10,7 +10,7 @@ use super::UnixMillis;
 use crate::agent::{StorageInfo, TemplateInfo};
 use crate::identity::NodeId;
 use crate::spec::validate::{check, within};
-use crate::spec::{Labels, SpecError, rules};
+use crate::spec::{HaDefaults, Labels, MAX_HA_TRIES, SpecError, rules};
 
 /// A coordinator member as the fleet records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,8 +132,11 @@ impl fmt::Display for HostState {
     }
 }
 
-/// Cluster-wide settings (changed through Raft like everything else).
+/// Cluster-wide settings (changed through Raft like everything else): the `[settings]` table of
+/// a fleet file (`pvefleet settings apply -f FILE`), every key optional (absent = its default),
+/// unknown keys refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Settings {
     /// The VMID range of VMs that name none; absent = the only range, if there is exactly one.
     pub default_vmid_range: Option<String>,
@@ -145,6 +148,9 @@ pub struct Settings {
     pub host_memory_reserve_mib: u64,
     /// Most VMs on one host; absent = no limit.
     pub max_vms_per_host: Option<u32>,
+    /// The HA limits and recovery mode of VMs whose `[vm.ha]` leaves them out (encoding v2;
+    /// PVE's defaults at v1).
+    pub ha: HaDefaults,
 }
 
 impl Default for Settings {
@@ -155,6 +161,7 @@ impl Default for Settings {
             memory_overcommit_percent: 100,
             host_memory_reserve_mib: 2048,
             max_vms_per_host: None,
+            ha: HaDefaults::default(),
         }
     }
 }
@@ -185,6 +192,8 @@ pub fn validate_settings(s: &Settings) -> Result<(), SpecError> {
     if let Some(max) = s.max_vms_per_host {
         within("max_vms_per_host", max, 1, 100_000)?;
     }
+    within("ha.max_restart", s.ha.max_restart, 0, MAX_HA_TRIES)?;
+    within("ha.max_relocate", s.ha.max_relocate, 0, MAX_HA_TRIES)?;
     Ok(())
 }
 

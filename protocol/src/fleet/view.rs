@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Host, HostV1, IpPool, Member, Settings, TokenView, Vip, VmRecord, VmRecordV1, VmidRange,
+    Host, HostV1, IpPool, Member, Settings, SettingsV1, TokenView, Vip, VmRecord, VmRecordV1,
+    VmidRange,
 };
 use crate::spec::VipV1;
 
@@ -35,7 +36,7 @@ pub struct FleetView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetViewV1 {
     /// The settings.
-    pub settings: Settings,
+    pub settings: SettingsV1,
     /// Coordinator members.
     pub members: Vec<Member>,
     /// Hosts.
@@ -55,10 +56,11 @@ pub struct FleetViewV1 {
 }
 
 impl FleetViewV1 {
-    /// What a v1 reader can show of `view` (hosts, VMs and VIPs without their v2 fields).
+    /// What a v1 reader can show of `view` (settings, hosts, VMs and VIPs without their v2
+    /// fields).
     pub fn shown(view: &FleetView) -> FleetViewV1 {
         FleetViewV1 {
-            settings: view.settings.clone(),
+            settings: SettingsV1::shown(&view.settings),
             members: view.members.clone(),
             hosts: view.hosts.iter().map(HostV1::shown).collect(),
             vms: view.vms.iter().map(VmRecordV1::shown).collect(),
@@ -74,7 +76,7 @@ impl FleetViewV1 {
 impl From<FleetViewV1> for FleetView {
     fn from(v1: FleetViewV1) -> FleetView {
         FleetView {
-            settings: v1.settings,
+            settings: v1.settings.into(),
             members: v1.members,
             hosts: v1.hosts.into_iter().map(Host::from).collect(),
             vms: v1.vms.into_iter().map(VmRecord::from).collect(),

@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fleet::{Settings, validate_settings};
+
 use super::{
     IpPoolSpec, SpecError, VipSpec, VmSpec, VmidRangeSpec, validate_ip_pool, validate_spec,
     validate_vip, validate_vmid_range,
@@ -22,7 +24,7 @@ pub struct VmSpecFile {
 }
 
 /// A whole fleet in one file: VMs and the resources they use (`[[vm]]`, `[[pool]]`,
-/// `[[vmid_range]]`, `[[vip]]`). Every section is optional.
+/// `[[vmid_range]]`, `[[vip]]`), and the cluster's `[settings]`. Every section is optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FleetSpecFile {
@@ -38,6 +40,10 @@ pub struct FleetSpecFile {
     /// VMs.
     #[serde(default)]
     pub vm: Vec<VmSpec>,
+    /// The cluster settings (`[settings]`, `[settings.ha]`): all of them, a key left out is its
+    /// default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Settings>,
 }
 
 /// Why a spec file was refused.
@@ -73,7 +79,8 @@ pub fn parse_vm_file(text: &str) -> Result<Vec<VmSpec>, SpecFileError> {
     Ok(specs)
 }
 
-/// Reads a fleet file: `[[pool]]`, `[[vmid_range]]`, `[[vip]]` and `[[vm]]` tables.
+/// Reads a fleet file: `[[pool]]`, `[[vmid_range]]`, `[[vip]]` and `[[vm]]` tables, and
+/// `[settings]`.
 pub fn parse_fleet_file(text: &str) -> Result<FleetSpecFile, SpecFileError> {
     let file: FleetSpecFile =
         toml::from_str(text).map_err(|e| SpecFileError::Toml(e.to_string()))?;
@@ -86,6 +93,9 @@ pub fn parse_fleet_file(text: &str) -> Result<FleetSpecFile, SpecFileError> {
     )?;
     check_all("vip", &file.vip, |s| &s.name, validate_vip)?;
     check_all("vm", &file.vm, |s| &s.name, validate_spec)?;
+    if let Some(settings) = &file.settings {
+        validate_settings(settings).map_err(|e| SpecFileError::Invalid(e.within("settings")))?;
+    }
     Ok(file)
 }
 

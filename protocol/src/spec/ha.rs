@@ -14,7 +14,11 @@
 //! recovery = "relocate"  # relocate | recreate | none
 //! ```
 //!
-//! `ha = false` (or no `ha` at all) leaves the VM out of the fleet's HA. Spec files are read
+//! `ha = false` (or no `ha` at all) leaves the VM out of the fleet's HA. A limit or recovery
+//! mode the VM leaves out is the fleet's default ([`HaDefaults`], the `[settings.ha]` table of
+//! a fleet file), read when it is used: changing a default changes every VM that does not say.
+//! Whether a VM is an HA guest at all (`state`) has no fleet default on purpose: an HA guest
+//! is stopped hard when its host loses its lease, which nobody should get without asking. Spec files are read
 //! with serde's human-readable formats (TOML, JSON), which take the bool or the table; the
 //! replicated and wire forms are bincode, which is not self-describing, so there the settings
 //! are always the plain struct (see the `Deserialize` impl).
@@ -102,34 +106,69 @@ impl fmt::Display for RecoveryMode {
     }
 }
 
-/// A VM's HA settings (PVE's HA resource options). The default is "not under the fleet's HA"
-/// with PVE's default limits, which is what `ha = false` (or no `ha`) means.
+/// A VM's HA settings (PVE's HA resource options), as its spec says them: a limit or mode
+/// left `None` is the fleet's default ([`HaSpec::policy`]). The default is "not under the
+/// fleet's HA", which is what `ha = false` (or no `ha`) means.
 ///
 /// Validation ([`validate_spec`](super::validate_spec)) ties `state` to the VM's desired
 /// power: `started` needs `state = "running"`; `stopped` and `disabled` need
 /// `state = "stopped"`. `pvefleet vm start|stop` flips `started` and `stopped` along with the
 /// desired power, as `ha-manager` does for `qm start|stop` of an HA guest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct HaSpec {
     /// `None`: not under the fleet's HA (the old `ha = false`).
     pub state: Option<HaState>,
-    /// How many times a failed start is retried on the same host (PVE `max_restart`, 0-10).
-    pub max_restart: u32,
+    /// How many times a failed start is retried on the same host (PVE `max_restart`, 0-10);
+    /// `None`: the fleet's default.
+    pub max_restart: Option<u32>,
     /// Then how many times the VM is moved to the best host it has not been tried on yet
-    /// (PVE `max_relocate`, 0-10).
+    /// (PVE `max_relocate`, 0-10); `None`: the fleet's default.
+    pub max_relocate: Option<u32>,
+    /// How the VM is brought back after its host is fenced; `None`: the fleet's default.
+    pub recovery: Option<RecoveryMode>,
+}
+
+/// The fleet's HA defaults (`[settings.ha]`): the limits and recovery mode of every HA VM
+/// whose spec leaves them out. PVE's own defaults unless the operator changes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HaDefaults {
+    /// `max_restart` of VMs that do not say (0-10; PVE: 1).
+    pub max_restart: u32,
+    /// `max_relocate` of VMs that do not say (0-10; PVE: 1).
+    pub max_relocate: u32,
+    /// The recovery mode of VMs that do not say (PVE's only one: `relocate`).
+    pub recovery: RecoveryMode,
+}
+
+impl Default for HaDefaults {
+    fn default() -> HaDefaults {
+        HaDefaults {
+            max_restart: DEFAULT_MAX_RESTART,
+            max_relocate: DEFAULT_MAX_RELOCATE,
+            recovery: RecoveryMode::default(),
+        }
+    }
+}
+
+/// A VM's HA settings in force: its spec's, with the fleet's defaults for what it leaves out
+/// ([`HaSpec::policy`]). What the planners decide with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HaPolicy {
+    /// `None`: not under the fleet's HA.
+    pub state: Option<HaState>,
+    /// Failed starts retried on the same host.
+    pub max_restart: u32,
+    /// Then moves to untried hosts.
     pub max_relocate: u32,
     /// How the VM is brought back after its host is fenced.
     pub recovery: RecoveryMode,
 }
 
-impl Default for HaSpec {
-    fn default() -> HaSpec {
-        HaSpec {
-            state: None,
-            max_restart: DEFAULT_MAX_RESTART,
-            max_relocate: DEFAULT_MAX_RELOCATE,
-            recovery: RecoveryMode::default(),
-        }
+impl HaPolicy {
+    /// Whether the VM is an HA guest for fencing ([`HaSpec::fences`]).
+    pub fn fences(&self) -> bool {
+        matches!(self.state, Some(HaState::Started | HaState::Stopped))
     }
 }
 
@@ -139,7 +178,7 @@ impl HaSpec {
         HaSpec::default()
     }
 
-    /// `state` with PVE's defaults for the rest (`ha = true` is `started`).
+    /// `state` with the fleet's defaults for the rest (`ha = true` is `started`).
     pub fn with_state(state: HaState) -> HaSpec {
         HaSpec {
             state: Some(state),
@@ -147,9 +186,25 @@ impl HaSpec {
         }
     }
 
-    /// `ha = true`: started, with PVE's defaults.
+    /// `ha = true`: started, with the fleet's defaults.
     pub fn started() -> HaSpec {
         HaSpec::with_state(HaState::Started)
+    }
+
+    /// The settings in force: these, with `defaults` for what they leave out.
+    pub fn policy(&self, defaults: &HaDefaults) -> HaPolicy {
+        HaPolicy {
+            state: self.state,
+            max_restart: self.max_restart.unwrap_or(defaults.max_restart),
+            max_relocate: self.max_relocate.unwrap_or(defaults.max_relocate),
+            recovery: self.recovery.unwrap_or(defaults.recovery),
+        }
+    }
+
+    /// Whether only `state` is set (every limit and the mode are the fleet's defaults): what
+    /// encoding v1's bool `ha` can carry.
+    pub fn only_state(&self) -> bool {
+        self.max_restart.is_none() && self.max_relocate.is_none() && self.recovery.is_none()
     }
 
     /// Whether the VM is an HA guest for fencing: its host stops it when its lease runs out,
@@ -183,20 +238,12 @@ impl HaSpec {
 struct Table {
     #[serde(default)]
     state: Option<HaState>,
-    #[serde(default = "default_max_restart")]
-    max_restart: u32,
-    #[serde(default = "default_max_relocate")]
-    max_relocate: u32,
     #[serde(default)]
-    recovery: RecoveryMode,
-}
-
-fn default_max_restart() -> u32 {
-    DEFAULT_MAX_RESTART
-}
-
-fn default_max_relocate() -> u32 {
-    DEFAULT_MAX_RELOCATE
+    max_restart: Option<u32>,
+    #[serde(default)]
+    max_relocate: Option<u32>,
+    #[serde(default)]
+    recovery: Option<RecoveryMode>,
 }
 
 impl From<Table> for HaSpec {
@@ -224,6 +271,7 @@ impl<'de> Visitor<'de> for BoolOrTable {
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<HaSpec, E> {
+        // `true`: started, every limit the fleet's default.
         Ok(if v { HaSpec::started() } else { HaSpec::none() })
     }
 
@@ -233,7 +281,7 @@ impl<'de> Visitor<'de> for BoolOrTable {
 }
 
 impl<'de> Deserialize<'de> for HaSpec {
-    /// TOML and JSON (human-readable): `true` (started, PVE's defaults), `false` (not HA) or a
+    /// TOML and JSON (human-readable): `true` (started, the fleet's defaults), `false` (not HA) or a
     /// table whose keys are all optional. bincode (not self-describing): the plain struct, as
     /// `Serialize` writes it in every format.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<HaSpec, D::Error> {

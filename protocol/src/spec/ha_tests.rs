@@ -13,14 +13,14 @@ fn vm_file(ha: &str) -> Result<VmSpec, SpecFileError> {
 fn tuned() -> HaSpec {
     HaSpec {
         state: Some(HaState::Started),
-        max_restart: 3,
-        max_relocate: 0,
-        recovery: RecoveryMode::Recreate,
+        max_restart: Some(3),
+        max_relocate: Some(0),
+        recovery: Some(RecoveryMode::Recreate),
     }
 }
 
 #[test]
-fn toml_takes_the_bool_or_the_table_with_pve_defaults_for_what_is_left_out() {
+fn toml_takes_the_bool_or_the_table_leaving_out_what_is_the_fleets_default() {
     let cases = [
         ("", HaSpec::none()),
         ("ha = false\n", HaSpec::none()),
@@ -36,7 +36,7 @@ fn toml_takes_the_bool_or_the_table_with_pve_defaults_for_what_is_left_out() {
             "ha = { state = \"ignored\", recovery = \"none\" }\n",
             HaSpec {
                 state: Some(HaState::Ignored),
-                recovery: RecoveryMode::None,
+                recovery: Some(RecoveryMode::None),
                 ..HaSpec::none()
             },
         ),
@@ -96,7 +96,7 @@ fn json_takes_both_forms_and_writes_the_struct() {
     assert_eq!(
         read(serde_json::json!({"state": null, "max_relocate": 2})).unwrap(),
         HaSpec {
-            max_relocate: 2,
+            max_relocate: Some(2),
             ..HaSpec::none()
         }
     );
@@ -136,16 +136,16 @@ fn bincode_is_the_plain_struct_in_every_case() {
         for recovery in recoveries {
             let ha = HaSpec {
                 state,
-                max_restart: 10,
-                max_relocate: 0,
-                recovery,
+                max_restart: Some(10),
+                max_relocate: None,
+                recovery: Some(recovery),
             };
             let bytes = encoding::encode(&ha).unwrap();
             assert_eq!(encoding::decode::<HaSpec>(&bytes).unwrap(), ha);
         }
     }
-    // None, 1, 1, relocate: four bytes, the layout the golden files hold.
-    assert_eq!(encoding::encode(&HaSpec::none()).unwrap(), vec![0, 1, 1, 0]);
+    // Four absent options: four bytes, the layout the golden files hold.
+    assert_eq!(encoding::encode(&HaSpec::none()).unwrap(), vec![0, 0, 0, 0]);
     let mut spec = VmSpec::new("db-1", 1024);
     spec.ha = tuned();
     let bytes = encoding::encode(&spec).unwrap();
@@ -156,7 +156,7 @@ fn bincode_is_the_plain_struct_in_every_case() {
 fn limits_are_bounded_and_the_request_agrees_with_the_desired_power() {
     let mut spec = VmSpec::new("db-1", 1024);
     spec.ha = HaSpec {
-        max_restart: 11,
+        max_restart: Some(11),
         ..HaSpec::started()
     };
     let e = validate_spec(&spec).unwrap_err();
@@ -165,13 +165,13 @@ fn limits_are_bounded_and_the_request_agrees_with_the_desired_power() {
         "ha.max_restart = 11 is not allowed: expected an integer 0-10"
     );
     spec.ha = HaSpec {
-        max_relocate: 11,
+        max_relocate: Some(11),
         ..HaSpec::started()
     };
     assert_eq!(validate_spec(&spec).unwrap_err().field, "ha.max_relocate");
     spec.ha = HaSpec {
-        max_restart: 10,
-        max_relocate: 0,
+        max_restart: Some(10),
+        max_relocate: Some(0),
         ..HaSpec::started()
     };
     validate_spec(&spec).unwrap();
@@ -215,7 +215,7 @@ fn start_and_stop_flip_only_a_started_or_stopped_request_and_only_those_fence() 
         HaSpec::with_state(HaState::Stopped)
     );
     assert_eq!(tuned().following(Stopped).state, Some(HaState::Stopped));
-    assert_eq!(tuned().following(Stopped).max_restart, 3);
+    assert_eq!(tuned().following(Stopped).max_restart, Some(3));
     assert_eq!(
         HaSpec::with_state(HaState::Stopped).following(Running),
         HaSpec::started()
@@ -231,4 +231,51 @@ fn start_and_stop_flip_only_a_started_or_stopped_request_and_only_those_fence() 
     }
     assert!(HaSpec::started().fences());
     assert!(HaSpec::with_state(HaState::Stopped).fences());
+}
+
+#[test]
+fn what_a_vm_leaves_out_is_the_fleets_default_read_when_used() {
+    let defaults = HaDefaults {
+        max_restart: 0,
+        max_relocate: 4,
+        recovery: RecoveryMode::Recreate,
+    };
+    assert_eq!(
+        HaSpec::started().policy(&defaults),
+        HaPolicy {
+            state: Some(HaState::Started),
+            max_restart: 0,
+            max_relocate: 4,
+            recovery: RecoveryMode::Recreate,
+        }
+    );
+    // What the VM says wins, field by field.
+    assert_eq!(
+        tuned().policy(&defaults),
+        HaPolicy {
+            state: Some(HaState::Started),
+            max_restart: 3,
+            max_relocate: 0,
+            recovery: RecoveryMode::Recreate,
+        }
+    );
+    let own_mode = HaSpec {
+        recovery: Some(RecoveryMode::Relocate),
+        ..HaSpec::started()
+    };
+    assert_eq!(own_mode.policy(&defaults).recovery, RecoveryMode::Relocate);
+    assert_eq!(own_mode.policy(&defaults).max_relocate, 4);
+    // PVE's defaults unless the operator changes them.
+    assert_eq!(
+        HaSpec::started().policy(&HaDefaults::default()),
+        HaPolicy {
+            state: Some(HaState::Started),
+            max_restart: DEFAULT_MAX_RESTART,
+            max_relocate: DEFAULT_MAX_RELOCATE,
+            recovery: RecoveryMode::Relocate,
+        }
+    );
+    assert!(HaSpec::started().policy(&defaults).fences());
+    assert!(!HaSpec::none().policy(&defaults).fences());
+    assert!(HaSpec::started().only_state() && !tuned().only_state());
 }

@@ -405,8 +405,12 @@ fn placement(p: &Placement) -> Result<(), SpecError> {
 /// The HA settings: bounded retries, and a request that agrees with the desired power (in the
 /// fleet, PVE's `started`/`stopped` request *is* the VM's `state`).
 fn ha(spec: &VmSpec) -> Result<(), SpecError> {
-    within("ha.max_restart", spec.ha.max_restart, 0, MAX_HA_TRIES)?;
-    within("ha.max_relocate", spec.ha.max_relocate, 0, MAX_HA_TRIES)?;
+    if let Some(n) = spec.ha.max_restart {
+        within("ha.max_restart", n, 0, MAX_HA_TRIES)?;
+    }
+    if let Some(n) = spec.ha.max_relocate {
+        within("ha.max_relocate", n, 0, MAX_HA_TRIES)?;
+    }
     let Some(state) = spec.ha.state else {
         return Ok(());
     };

@@ -5,8 +5,9 @@
 //! ([`VmSpecV1::shown`]).
 //!
 //! v1's `ha = true` meant "an HA guest, kept in its desired `state`": it reads as
-//! `started` for a running VM and `stopped` for a stopped one, with PVE's defaults, so a v1
-//! spec always passes v2's validation and a v1 entry applies alike on every build.
+//! `started` for a running VM and `stopped` for a stopped one, with the fleet's defaults for
+//! the limits and the mode (PVE's, the only ones v1 knew, until the operator changes them), so
+//! a v1 spec always passes v2's validation and a v1 entry applies alike on every build.
 
 use serde::{Deserialize, Serialize};
 
@@ -114,7 +115,7 @@ impl From<VmSpecV1> for VmSpec {
 
 impl VmSpecV1 {
     /// `spec` in the v1 layout, if v1 carries all of it: not HA, or `started`/`stopped`
-    /// matching the desired power with PVE's defaults (what `ha = true` meant). `None`
+    /// matching the desired power with the fleet's defaults (what `ha = true` meant). `None`
     /// otherwise: writing it at v1 would lose what the operator asked for.
     pub fn exact(spec: &VmSpec) -> Option<VmSpecV1> {
         let v1 = VmSpecV1::shown(spec);
@@ -188,13 +189,19 @@ mod tests {
     fn settings_v1_cannot_carry_are_never_written_as_v1_but_shown_as_what_fences() {
         let mut spec = VmSpec::new("web", 512);
         spec.ha = HaSpec {
-            max_restart: 3,
+            max_restart: Some(3),
             ..HaSpec::started()
         };
         assert_eq!(VmSpecV1::exact(&spec), None);
         assert!(VmSpecV1::shown(&spec).ha);
+        // Even a value equal to the default: the VM no longer follows the fleet's default.
         spec.ha = HaSpec {
-            recovery: RecoveryMode::Recreate,
+            max_restart: Some(1),
+            ..HaSpec::started()
+        };
+        assert_eq!(VmSpecV1::exact(&spec), None);
+        spec.ha = HaSpec {
+            recovery: Some(RecoveryMode::Recreate),
             ..HaSpec::started()
         };
         assert_eq!(VmSpecV1::exact(&spec), None);
@@ -206,7 +213,7 @@ mod tests {
         }
         // Limits without a state are not v1's "not HA" either.
         spec.ha = HaSpec {
-            max_relocate: 0,
+            max_relocate: Some(0),
             ..HaSpec::none()
         };
         assert_eq!(VmSpecV1::exact(&spec), None);
@@ -229,7 +236,7 @@ mod tests {
         let bytes = plain.encode_at(Version(1)).unwrap();
         assert_eq!(VmApply::decode_at(Version(1), &bytes).unwrap(), plain);
         let mut tuned = plain.clone();
-        tuned.spec.ha.max_relocate = 2;
+        tuned.spec.ha.max_relocate = Some(2);
         assert!(matches!(
             tuned.encode_at(Version(1)),
             Err(EncodingError::TooNew { needs, .. }) if needs == HA_SETTINGS

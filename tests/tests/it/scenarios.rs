@@ -72,6 +72,7 @@ scenarios! {
     lock_create => "lock-create",
     pve_ha_refused => "pve-ha-refused",
     recreate_other_cluster => "recreate-other-cluster",
+    ha_defaults => "ha-defaults",
     spread_17 => "spread-17",
 }
 

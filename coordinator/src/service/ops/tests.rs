@@ -211,7 +211,7 @@ fn start_and_stop_move_an_ha_request_along_and_a_disabled_vm_is_not_started() {
     let mut s = fleet();
     let mut web = s.vm("web-1").unwrap().spec.clone();
     web.ha = HaSpec {
-        max_restart: 4,
+        max_restart: Some(4),
         ..HaSpec::started()
     };
     let next = |s: &mut FleetState, cmd| {
@@ -228,7 +228,7 @@ fn start_and_stop_move_an_ha_request_along_and_a_disabled_vm_is_not_started() {
     };
     let stopped = power(&mut s, DesiredState::Stopped);
     assert_eq!(stopped.state, Some(HaState::Stopped));
-    assert_eq!(stopped.max_restart, 4, "only the request changes");
+    assert_eq!(stopped.max_restart, Some(4), "only the request changes");
     assert_eq!(
         power(&mut s, DesiredState::Running).state,
         Some(HaState::Started)

@@ -561,7 +561,7 @@ fn a_stale_copy_of_a_recreated_vm_is_deleted_from_the_host_that_comes_back() {
     let mut fleet = Fleet::new();
     let mut cattle = spec("cattle");
     cattle.ha = protocol::spec::HaSpec {
-        recovery: protocol::spec::RecoveryMode::Recreate,
+        recovery: Some(protocol::spec::RecoveryMode::Recreate),
         ..protocol::spec::HaSpec::started()
     };
     // Recreated on B; its old copy is still on A (which reports it, stopped).

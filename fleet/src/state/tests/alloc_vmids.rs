@@ -84,7 +84,7 @@ fn the_range_comes_from_the_spec_the_setting_or_the_only_range() {
         default_vmid_range: Some("two".into()),
         ..Settings::default()
     };
-    f.ok(Command::PutSettings { settings, now: 1 });
+    f.ok(Command::put_settings(settings, 1));
     assert_eq!(f.vmid("b"), Ok(500), "the default range");
     let mut c = VmSpec::new("c", 512);
     c.vmid_range = Some("one".into());

@@ -2,9 +2,11 @@
 
 use protocol::fleet::{Capacity, HostState, Member, MemberRole, Settings};
 use protocol::spec::VipSpecV1;
+use protocol::spec::{HaDefaults, RecoveryMode};
+use protocol::version::{HA_DEFAULTS, Version};
 
 use super::Fleet;
-use crate::state::{Command, CommandReply, StateError};
+use crate::state::{Command, CommandReply, StateError, decode_snapshot, encode_snapshot};
 
 fn register(id: u64, name: &str) -> Command {
     Command::RegisterHost {
@@ -103,7 +105,7 @@ fn removed_members_are_refused_and_their_ids_never_handed_out() {
 #[test]
 fn settings_are_validated_and_the_default_range_must_exist() {
     let mut f = Fleet::new();
-    let put = |settings| Command::PutSettings { settings, now: 1 };
+    let put = |settings| Command::put_settings(settings, 1);
     let bad = Settings {
         cpu_overcommit_percent: 5,
         ..Settings::default()
@@ -220,4 +222,43 @@ fn a_vip_changes_holder_only_from_the_epoch_the_proposer_saw() {
         }),
         StateError::NotFound { .. }
     ));
+}
+
+#[test]
+fn ha_defaults_need_v2_and_a_v1_put_brings_back_pves() {
+    let mut f = Fleet::new();
+    let tuned = Settings {
+        ha: HaDefaults {
+            max_restart: 0,
+            max_relocate: 3,
+            recovery: RecoveryMode::Recreate,
+        },
+        ..Settings::default()
+    };
+    // Only PVE's defaults fit the v1 command; the others need v2.
+    assert!(matches!(
+        Command::put_settings(Settings::default(), 1),
+        Command::PutSettings { .. }
+    ));
+    let apply = Command::put_settings(tuned.clone(), 1);
+    assert!(matches!(apply, Command::ApplySettings { .. }));
+    assert_eq!(apply.since(), HA_DEFAULTS);
+    f.ok(apply);
+    assert_eq!(f.state.settings(), &tuned);
+    // Out-of-range defaults are refused, naming the field.
+    let mut bad = tuned.clone();
+    bad.ha.max_restart = 11;
+    match f.err(Command::put_settings(bad, 1)) {
+        StateError::Invalid(e) => assert_eq!(e.field, "ha.max_restart"),
+        other => panic!("{other}"),
+    }
+    // A v1 snapshot would drop them: refused, never written.
+    let refused = encode_snapshot(&f.state, Version(1)).unwrap_err();
+    assert!(refused.to_string().contains("HA defaults"), "{refused}");
+    let v2 = encode_snapshot(&f.state, HA_DEFAULTS).unwrap();
+    assert_eq!(decode_snapshot(&v2).unwrap(), f.state);
+    // The v1 command means v1's settings: PVE's HA defaults again.
+    f.ok(Command::put_settings(Settings::default(), 1));
+    assert_eq!(f.state.settings().ha, HaDefaults::default());
+    encode_snapshot(&f.state, Version(1)).unwrap();
 }

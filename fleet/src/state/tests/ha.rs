@@ -22,9 +22,9 @@ fn ha_vm(ha: HaSpec) -> VmSpec {
 
 fn tuned() -> HaSpec {
     HaSpec {
-        max_restart: 2,
-        max_relocate: 3,
-        recovery: RecoveryMode::Recreate,
+        max_restart: Some(2),
+        max_relocate: Some(3),
+        recovery: Some(RecoveryMode::Recreate),
         ..HaSpec::started()
     }
 }

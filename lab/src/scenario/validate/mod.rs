@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use protocol::fleet::validate_settings;
 use protocol::spec::{
     FleetSpecFile, validate_ip_pool, validate_spec, validate_vip, validate_vmid_range,
 };
@@ -82,6 +83,14 @@ pub(crate) fn scenario(raw: RawFile) -> Checked<Scenario> {
         vmid_range: entries("vmid_range", raw.vmid_range)?,
         vip: entries("vip", raw.vip)?,
         vm: entries("vm", raw.vm)?,
+        settings: raw
+            .settings
+            .map(|v| {
+                v.try_into().map_err(|e: toml::de::Error| {
+                    ScenarioError::invalid("settings", e.message().trim())
+                })
+            })
+            .transpose()?,
     };
     check_fleet(&fleet)?;
     let vms: Vec<&str> = fleet.vm.iter().map(|v| v.name.as_str()).collect();
@@ -283,6 +292,15 @@ fn check_fleet(fleet: &FleetSpecFile) -> Checked<()> {
     )?;
     each("vip", &fleet.vip, |v| &v.name, validate_vip)?;
     each("vm", &fleet.vm, |v| &v.name, validate_spec)?;
+    if let Some(settings) = &fleet.settings
+        && let Err(e) = validate_settings(settings)
+    {
+        let e = e.within("settings");
+        return invalid(
+            e.field.clone(),
+            format!("{} is not allowed: {}", e.value, e.allowed),
+        );
+    }
     if fleet.vm.is_empty() {
         return invalid("vm", "the scenario has no [[vm]]");
     }

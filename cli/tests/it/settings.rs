@@ -1,0 +1,121 @@
+//! `settings show|apply` and the HA defaults in `vm show`: the `[settings]` table is sent whole
+//! (a key left out is its default), a file without it is refused before anything is sent, and
+//! a VM's HA limits it leaves out are shown as the fleet's defaults in force.
+
+use std::sync::{Arc, Mutex};
+
+use crate::support::{FakeMember, Pki, pvefleet};
+use cli::exit::ExitStatus;
+use protocol::admin::{SettingsGet, SettingsPut, SettingsReply, VmGet};
+use protocol::fleet::{Settings, VmRecord};
+use protocol::spec::{HaDefaults, HaSpec, RecoveryMode, VmSpec};
+use transport::{Router, Service};
+
+fn tuned() -> Settings {
+    Settings {
+        cpu_overcommit_percent: 200,
+        ha: HaDefaults {
+            max_restart: 0,
+            max_relocate: 2,
+            recovery: RecoveryMode::Recreate,
+        },
+        ..Settings::default()
+    }
+}
+
+#[tokio::test]
+async fn settings_apply_sends_the_whole_table_and_show_prints_the_ha_defaults() {
+    let pki = Pki::new();
+    let sent: Arc<Mutex<Vec<Settings>>> = Arc::default();
+    let seen = sent.clone();
+    let mut router = Router::new();
+    router.handle(Service::Admin, move |_caller, req: SettingsPut| {
+        seen.lock().unwrap().push(req.settings.clone());
+        async move {
+            Ok(SettingsReply {
+                settings: req.settings,
+            })
+        }
+    });
+    router.handle(Service::Admin, |_caller, _req: SettingsGet| async move {
+        Ok(SettingsReply { settings: tuned() })
+    });
+    let member = FakeMember::start(&pki, 1, router);
+    let config = pki.write_config(&[&member]);
+    let file = pki.dir().join("fleet.toml");
+    std::fs::write(
+        &file,
+        "[settings]\ncpu_overcommit_percent = 200\n[settings.ha]\nmax_restart = 0\n\
+         max_relocate = 2\nrecovery = \"recreate\"\n[[vm]]\nname = \"web\"\nmemory_mib = 512\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+
+    let (result, out) = pvefleet(&config, &["settings", "apply", "-f", path]).await;
+    result.unwrap();
+    assert_eq!(*sent.lock().unwrap(), [tuned()]);
+    assert!(out.contains("ha.recovery:          recreate\n"), "{out}");
+    assert!(out.contains("cpu overcommit:       200%\n"), "{out}");
+
+    let (result, out) = pvefleet(&config, &["-o", "json", "settings", "show"]).await;
+    result.unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        doc["settings"]["ha"],
+        serde_json::json!({"max_restart": 0, "max_relocate": 2, "recovery": "recreate"})
+    );
+
+    // No [settings]: refused before anything is sent.
+    let vms_only = pki.dir().join("vms.toml");
+    std::fs::write(&vms_only, "[[vm]]\nname = \"web\"\nmemory_mib = 512\n").unwrap();
+    let (result, _) = pvefleet(
+        &config,
+        &["settings", "apply", "-f", vms_only.to_str().unwrap()],
+    )
+    .await;
+    let e = result.unwrap_err();
+    assert_eq!(e.status(), ExitStatus::Refused);
+    assert!(e.to_string().contains("no [settings] table"), "{e}");
+    // A bad default names the field.
+    let bad = pki.dir().join("bad.toml");
+    std::fs::write(&bad, "[settings.ha]\nmax_restart = 11\n").unwrap();
+    let (result, _) = pvefleet(&config, &["settings", "apply", "-f", bad.to_str().unwrap()]).await;
+    let e = result.unwrap_err().to_string();
+    assert!(e.contains("settings.ha.max_restart"), "{e}");
+    assert_eq!(sent.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn vm_show_tells_the_ha_values_the_vm_leaves_to_the_fleet() {
+    let pki = Pki::new();
+    let mut router = Router::new();
+    router.handle(Service::Admin, |_caller, _req: VmGet| async move {
+        let mut spec = VmSpec::new("db", 1024);
+        spec.ha = HaSpec {
+            max_relocate: Some(3),
+            ..HaSpec::started()
+        };
+        Ok(VmRecord {
+            spec,
+            generation: 1,
+            created_at: 0,
+            updated_at: 0,
+            deleting: false,
+            assignment: Default::default(),
+            status: Default::default(),
+        })
+    });
+    router.handle(Service::Admin, |_caller, _req: SettingsGet| async move {
+        Ok(SettingsReply { settings: tuned() })
+    });
+    let member = FakeMember::start(&pki, 1, router);
+    let config = pki.write_config(&[&member]);
+    let (result, out) = pvefleet(&config, &["vm", "show", "db"]).await;
+    result.unwrap();
+    assert!(
+        out.contains(
+            "started, restart 0 (fleet default), relocate 3, recovery recreate (fleet default)"
+        ),
+        "{out}"
+    );
+}
