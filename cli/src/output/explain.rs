@@ -63,9 +63,9 @@ impl Render for VmExplainReply {
             "HOST",
             "VERDICT",
             "FILTER/DETAIL",
-            "AVG-CPU",
+            "RMS-CPU",
             "MAX-CPU",
-            "AVG-MEM",
+            "RMS-MEM",
             "MAX-MEM",
             "CLOSENESS",
         ]);

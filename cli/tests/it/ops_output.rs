@@ -60,7 +60,7 @@ fn explain_lists_every_host_best_first_with_scores_or_the_excluding_filter() {
         "\
 vm web-1 is placed on pve1; each host as the scheduler would judge it now (the VM's own share taken off pve1):
 
-HOST   VERDICT    FILTER/DETAIL                                 AVG-CPU   MAX-CPU   AVG-MEM   MAX-MEM   CLOSENESS
+HOST   VERDICT    FILTER/DETAIL                                 RMS-CPU   MAX-CPU   RMS-MEM   MAX-MEM   CLOSENESS
 pve1   best       -                                             25.0%     50.0%     12.5%     25.0%     0.9132
 pve2   eligible   -                                             31.2%     50.0%     12.5%     25.0%     0.4100
 pve3   excluded   memory: needs 4 GiB, 1 GiB schedulable left   -         -         -         -         -

@@ -31,14 +31,14 @@ pub enum Verdict {
         /// What was missing, for an operator.
         detail: String,
     },
-    /// The host is eligible; the criteria are fleet utilizations (0-1, over the eligible hosts)
-    /// if the VM were placed on this host.
+    /// The host is eligible; the criteria are utilizations (0-1, over every online host, as PVE
+    /// counts every online node) if the VM were placed on this host.
     Scored {
-        /// Average CPU utilization.
+        /// CPU utilization of the hosts, as PVE averages it: the root mean square.
         avg_cpu: f64,
         /// Highest CPU utilization.
         max_cpu: f64,
-        /// Average memory utilization.
+        /// Memory utilization of the hosts, as PVE averages it: the root mean square.
         avg_mem: f64,
         /// Highest memory utilization.
         max_mem: f64,
@@ -84,7 +84,7 @@ impl fmt::Display for HostVerdict {
                 closeness,
             } => write!(
                 f,
-                "{}: score {closeness:.4} (avg cpu {avg_cpu:.3}, max cpu {max_cpu:.3}, avg mem {avg_mem:.3}, max mem {max_mem:.3})",
+                "{}: score {closeness:.4} (rms cpu {avg_cpu:.3}, max cpu {max_cpu:.3}, rms mem {avg_mem:.3}, max mem {max_mem:.3})",
                 self.host_name
             ),
         }

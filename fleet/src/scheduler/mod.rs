@@ -1,10 +1,13 @@
 //! Placement of a VM on a host, as pure functions of the VM spec, a snapshot of the hosts and
-//! the cluster settings: hard filters first, then TOPSIS over the criteria and weights of PVE's
-//! static scheduler among the hosts that remain.
+//! the cluster settings: hard filters, and TOPSIS scored exactly as PVE's static scheduler
+//! scores nodes (over every online host, as PVE counts every online node); the best scored
+//! host the filters let through takes the VM. The filters (capacity with overcommit, storages,
+//! bridges, templates, labels) are the fleet's own: PVE's static mode has none.
 //!
 //! ```text
-//!  hosts ──sort by (name, id)──▶ filters ──eligible──▶ topsis ──▶ best closeness, then name, id
-//!                                   └──excluded (filter, detail)──▶ explanation
+//!  hosts ──sort by (name, id)──▶ online ──▶ topsis (all online) ──▶ closeness per host
+//!                 └──▶ filters ──eligible──▶ best closeness, then name, id
+//!                         └──excluded (filter, detail)──▶ explanation
 //! ```
 //!
 //! Hosts are sorted before anything else so that the floating-point sums, and thus the choice,
@@ -18,7 +21,7 @@ mod topsis;
 #[cfg(test)]
 mod tests;
 
-use protocol::fleet::Settings;
+use protocol::fleet::{HostState, Settings};
 use protocol::identity::NodeId;
 use protocol::spec::VmSpec;
 
@@ -85,21 +88,26 @@ pub fn explain(vm: &VmSpec, hosts: &[HostView], settings: &Settings) -> Vec<Host
     sorted.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
 
     let mut verdicts = Vec::with_capacity(sorted.len());
-    let mut eligible = Vec::new();
+    // PVE scores against every online node (its averages and ideals are over all of them);
+    // the filters then decide which of those may take the VM.
+    let mut counted = Vec::new();
     for host in sorted {
-        match filters::first_exclusion(vm, host, settings) {
-            Some((filter, detail)) => verdicts.push(HostVerdict {
+        let exclusion = filters::first_exclusion(vm, host, settings);
+        if host.state == HostState::Online {
+            counted.push((host, exclusion.is_none()));
+        }
+        if let Some((filter, detail)) = exclusion {
+            verdicts.push(HostVerdict {
                 host_id: host.id,
                 host_name: host.name.clone(),
                 verdict: Verdict::Excluded { filter, detail },
-            }),
-            None => eligible.push(host),
+            });
         }
     }
 
-    let utilization: Vec<topsis::Utilization> = eligible
+    let utilization: Vec<topsis::Utilization> = counted
         .iter()
-        .map(|host| topsis::Utilization {
+        .map(|(host, _)| topsis::Utilization {
             cpu_used: host.usage.vcpus as f64,
             cpu_add: filters::vm_vcpus(vm) as f64,
             cpu_total: f64::from(host.capacity.cpus),
@@ -110,7 +118,10 @@ pub fn explain(vm: &VmSpec, hosts: &[HostView], settings: &Settings) -> Vec<Host
         .collect();
     let matrix = topsis::criteria_all(&utilization);
     let scores = topsis::closeness(&matrix);
-    for ((host, row), closeness) in eligible.iter().zip(&matrix).zip(scores) {
+    for (((host, eligible), row), closeness) in counted.iter().zip(&matrix).zip(scores) {
+        if !eligible {
+            continue;
+        }
         let [avg_cpu, max_cpu, avg_mem, max_mem] = *row;
         verdicts.push(HostVerdict {
             host_id: host.id,

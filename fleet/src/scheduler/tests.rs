@@ -354,7 +354,7 @@ fn scores_match_the_pve_static_criteria() {
             .verdict
             .clone()
     };
-    // On b: cpu a 0.5, b 0.25; memory a 0.5, b 0.25.
+    // On b: cpu a 0.5, b 0.25; memory a 0.5, b 0.25: RMS sqrt((0.25 + 0.0625) / 2).
     let Verdict::Scored {
         avg_cpu,
         max_cpu,
@@ -365,12 +365,10 @@ fn scores_match_the_pve_static_criteria() {
     else {
         panic!("b not scored");
     };
-    assert_eq!(
-        (avg_cpu, max_cpu, avg_mem, max_mem),
-        (0.375, 0.5, 0.375, 0.5)
-    );
+    let rms = (0.3125_f64 / 2.0).sqrt();
+    assert_eq!((avg_cpu, max_cpu, avg_mem, max_mem), (rms, 0.5, rms, 0.5));
     assert_eq!(closeness, 1.0);
-    // On a: cpu a 1.0, b 0; memory a 1.0, b 0: the anti-ideal on every criterion.
+    // On a: cpu a 1.0, b 0 (RMS sqrt(1 / 2)); memory alike: the anti-ideal on every criterion.
     let Verdict::Scored {
         avg_cpu,
         max_cpu,
@@ -380,7 +378,7 @@ fn scores_match_the_pve_static_criteria() {
     else {
         panic!("a not scored");
     };
-    assert_eq!((avg_cpu, max_cpu, closeness), (0.5, 1.0, 0.0));
+    assert_eq!((avg_cpu, max_cpu, closeness), (0.5_f64.sqrt(), 1.0, 0.0));
 }
 
 #[test]
@@ -478,4 +476,68 @@ fn vm_without_storage_bridge_or_template_needs_none() {
     let decision = place(&v, &[h], &Settings::default()).unwrap();
     assert_eq!(decision.host_name, "bare");
     assert_eq!(decision.verdicts[0].closeness(), Some(0.0));
+}
+
+#[test]
+fn every_online_host_counts_in_the_scores_as_pve_counts_every_online_node() {
+    let mut a = host(1, "a");
+    a.labels.insert("zone".into(), "x".into());
+    a.usage = HostUsage {
+        vcpus: 6,
+        memory_mib: 16_000,
+        vm_count: 3,
+    };
+    let mut b = host(2, "b");
+    b.labels.insert("zone".into(), "x".into());
+    b.usage = HostUsage {
+        vcpus: 10,
+        memory_mib: 6_000,
+        vm_count: 3,
+    };
+    // Online but excluded by the VM's labels: still one of PVE's alternatives.
+    let mut c = host(3, "c");
+    c.usage = HostUsage {
+        vcpus: 9,
+        memory_mib: 18_000,
+        vm_count: 3,
+    };
+    // Not online: not counted at all.
+    let mut d = host(4, "d");
+    d.state = HostState::Unreachable;
+    d.usage = HostUsage {
+        vcpus: 16,
+        memory_mib: 30_000,
+        vm_count: 8,
+    };
+    let mut v = vm();
+    v.placement.labels.insert("zone".into(), "x".into());
+    let verdicts = explain(&v, &[a.clone(), b.clone(), c.clone(), d], &settings());
+    let u = |h: &HostView| topsis::Utilization {
+        cpu_used: h.usage.vcpus as f64,
+        cpu_add: 2.0,
+        cpu_total: 8.0,
+        mem_used: h.usage.memory_mib as f64,
+        mem_add: 2048.0,
+        mem_total: 34_816.0,
+    };
+    let want = topsis::closeness(&topsis::criteria_all(&[u(&a), u(&b), u(&c)]));
+    let got = |name: &str| {
+        verdicts
+            .iter()
+            .find(|h| h.host_name == name)
+            .and_then(HostVerdict::closeness)
+    };
+    assert_eq!(got("a"), Some(want[0]));
+    assert_eq!(got("b"), Some(want[1]));
+    assert_eq!(got("c"), None, "excluded by its labels");
+    assert_eq!(got("d"), None, "not online");
+    // With c counted, a is the better of the two (PVE's choice); scored among a and b only,
+    // b would be (the cases were found with fleet/testdata/pve_static_cases.py's formulas).
+    assert!(want[0] > want[1], "{want:?}");
+    assert_eq!(
+        place(&v, &[a.clone(), b.clone(), c.clone()], &settings()).map(|d| d.host_name),
+        Ok("a".to_string())
+    );
+    let alone = topsis::closeness(&topsis::criteria_all(&[u(&a), u(&b)]));
+    assert!(alone[1] > alone[0], "{alone:?}");
 }

@@ -1,10 +1,22 @@
-//! TOPSIS (technique for order of preference by similarity to ideal solution) with the criteria
-//! and weights of PVE's static scheduler: each candidate host is judged by what the fleet's CPU
-//! and memory utilization would be if the VM went there.
+//! TOPSIS (technique for order of preference by similarity to ideal solution) exactly as PVE's
+//! static scheduler scores nodes (`proxmox-resource-scheduling`: `pve_static.rs`, `topsis.rs`):
+//! each host is judged by what the CPU and memory utilization of the hosts would be if the VM
+//! went there.
 //!
-//! Per criterion the column is divided by its L2 norm; the ideal takes the best (lowest) value
-//! of each column, the anti-ideal the worst; a candidate's closeness is its weighted distance to
-//! the anti-ideal over the sum of both distances (1 = ideal, 0 = worst or all equal).
+//! - The alternatives are every host counted (the online ones, as PVE counts every online
+//!   node), not only those the fleet's filters let through: the averages and the ideals are
+//!   over all of them, and the scheduler then picks among the eligible.
+//! - Per host, the criteria are the root mean square of the hosts' utilizations (which weighs
+//!   how loaded a host already is) and their maximum, for CPU and memory, each plus 1 (so tiny
+//!   differences are not boosted: 1.004 is only slightly more than 1.002), all minimized, with
+//!   PVE's weights 1, 2, 5, 10 (normalized by their sum).
+//! - Per criterion the column is divided by its L2 norm; the ideal takes the lowest value of
+//!   each column, the anti-ideal the highest; a host's closeness is its weighted distance to the
+//!   anti-ideal over the sum of both distances (1 = ideal, 0 = worst or all equal).
+//!
+//! `fleet/testdata/pve_static_cases.txt` holds 1,200 cases computed from PVE's formulas by an
+//! independent program (`pve_static_cases.py` beside it); the tests check the same scores and
+//! the same order on every one.
 
 /// The four criteria, all minimized.
 pub(crate) const N_CRITERIA: usize = 4;
@@ -12,12 +24,15 @@ pub(crate) const N_CRITERIA: usize = 4;
 /// PVE's weights for average CPU, highest CPU, average memory, highest memory.
 const WEIGHTS: [f64; N_CRITERIA] = [1.0, 2.0, 5.0, 10.0];
 
-/// Utilization of every candidate host (used / capacity), before placing the VM.
+/// PVE's offset added to every criterion before scoring.
+const OFFSET: f64 = 1.0;
+
+/// Utilization of every counted host (used / capacity), before placing the VM.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Utilization {
     /// vCPUs committed on the host.
     pub cpu_used: f64,
-    /// vCPUs the VM adds if placed there.
+    /// vCPUs the VM adds if placed there (PVE: a VM without a CPU count adds the host's CPUs).
     pub cpu_add: f64,
     /// The host's CPUs.
     pub cpu_total: f64,
@@ -29,13 +44,24 @@ pub(crate) struct Utilization {
     pub mem_total: f64,
 }
 
-/// Criteria values for every candidate: `[avg_cpu, max_cpu, avg_mem, max_mem]` over all
-/// candidates with the VM placed on that one, in input order.
+impl Utilization {
+    fn cpu_added(&self) -> f64 {
+        if self.cpu_add == 0.0 {
+            self.cpu_total
+        } else {
+            self.cpu_add
+        }
+    }
+}
+
+/// Criteria values for every host: `[rms_cpu, max_cpu, rms_mem, max_mem]` over all hosts with
+/// the VM placed on that one, in input order, without PVE's offset (utilizations, for people;
+/// [`closeness`] adds it).
 ///
 /// Linear in the number of hosts: placing the VM on one host changes only that host's
-/// utilization, so each candidate's sums are the common sums with its own term replaced, and
-/// its maxima the larger of its new utilization and the highest of the *other* hosts (the top
-/// two of each column are kept for that).
+/// utilization, so each candidate's sums of squares are the common sums with its own term
+/// replaced, and its maxima the larger of its new utilization and the highest of the *other*
+/// hosts (the top two of each column are kept for that).
 pub(crate) fn criteria_all(hosts: &[Utilization]) -> Vec<[f64; N_CRITERIA]> {
     let base: Vec<(f64, f64)> = hosts
         .iter()
@@ -46,22 +72,24 @@ pub(crate) fn criteria_all(hosts: &[Utilization]) -> Vec<[f64; N_CRITERIA]> {
             )
         })
         .collect();
-    let sum_cpu: f64 = base.iter().map(|b| b.0).sum();
-    let sum_mem: f64 = base.iter().map(|b| b.1).sum();
+    let squares_cpu: f64 = base.iter().map(|b| b.0 * b.0).sum();
+    let squares_mem: f64 = base.iter().map(|b| b.1 * b.1).sum();
     let top_cpu = TopTwo::of(base.iter().map(|b| b.0));
     let top_mem = TopTwo::of(base.iter().map(|b| b.1));
     let n = hosts.len().max(1) as f64;
+    // Rounding can leave a tiny negative sum when one huge term is swapped out.
+    let rms = |squares: f64| (squares.max(0.0) / n).sqrt();
     hosts
         .iter()
         .zip(&base)
         .enumerate()
         .map(|(i, (h, &(cpu0, mem0)))| {
-            let cpu = ratio(h.cpu_used + h.cpu_add, h.cpu_total);
+            let cpu = ratio(h.cpu_used + h.cpu_added(), h.cpu_total);
             let mem = ratio(h.mem_used + h.mem_add, h.mem_total);
             [
-                (sum_cpu - cpu0 + cpu) / n,
+                rms(squares_cpu - cpu0 * cpu0 + cpu * cpu),
                 top_cpu.max_without(i).max(cpu),
-                (sum_mem - mem0 + mem) / n,
+                rms(squares_mem - mem0 * mem0 + mem * mem),
                 top_mem.max_without(i).max(mem),
             ]
         })
@@ -109,10 +137,15 @@ fn ratio(used: f64, total: f64) -> f64 {
     if total > 0.0 { used / total } else { used }
 }
 
-/// Closeness to the ideal of each alternative, in input order, each in `[0, 1]`.
+/// Closeness to the ideal of each alternative (rows of [`criteria_all`]), in input order, each
+/// in `[0, 1]`.
 pub(crate) fn closeness(matrix: &[[f64; N_CRITERIA]]) -> Vec<f64> {
     let weight_sum: f64 = WEIGHTS.iter().sum();
-    let mut normalized = matrix.to_vec();
+    let mut normalized: Vec<[f64; N_CRITERIA]> = matrix
+        .iter()
+        .map(|row| row.map(|value| OFFSET + value))
+        .collect();
+    let matrix = normalized.clone();
     let mut best = [0.0; N_CRITERIA];
     let mut worst = [0.0; N_CRITERIA];
     for c in 0..N_CRITERIA {
@@ -135,7 +168,10 @@ pub(crate) fn closeness(matrix: &[[f64; N_CRITERIA]]) -> Vec<f64> {
             };
             let (to_best, to_worst) = (distance(&best), distance(&worst));
             let total = to_best + to_worst;
-            if total > 0.0 { to_worst / total } else { 0.0 }
+            let score = if total > 0.0 { to_worst / total } else { 0.0 };
+            // Equal hosts may differ in the last bits (sums in another order): to 12 places they
+            // tie, and the tie is broken by name, the same for every order of input.
+            (score * 1e12).round() / 1e12
         })
         .collect()
 }
@@ -144,7 +180,7 @@ pub(crate) fn closeness(matrix: &[[f64; N_CRITERIA]]) -> Vec<f64> {
 mod tests {
     use super::*;
 
-    /// The quadratic definition the linear computation must equal.
+    /// The quadratic definition the linear computation must equal (sums are of squares).
     fn criteria_naive(hosts: &[Utilization], target: usize) -> [f64; N_CRITERIA] {
         let (mut sum_cpu, mut max_cpu, mut sum_mem, mut max_mem) = (0.0, 0.0_f64, 0.0, 0.0_f64);
         for (i, h) in hosts.iter().enumerate() {
@@ -155,13 +191,13 @@ mod tests {
             };
             let cpu = ratio(h.cpu_used + ca, h.cpu_total);
             let mem = ratio(h.mem_used + ma, h.mem_total);
-            sum_cpu += cpu;
+            sum_cpu += cpu * cpu;
             max_cpu = max_cpu.max(cpu);
-            sum_mem += mem;
+            sum_mem += mem * mem;
             max_mem = max_mem.max(mem);
         }
         let n = hosts.len().max(1) as f64;
-        [sum_cpu / n, max_cpu, sum_mem / n, max_mem]
+        [(sum_cpu / n).sqrt(), max_cpu, (sum_mem / n).sqrt(), max_mem]
     }
 
     #[test]
@@ -201,5 +237,121 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// One line of `pve_static_cases.txt`: the VM, the hosts, PVE's scores and ranking.
+    struct Case {
+        hosts: Vec<(String, Utilization)>,
+        scores: Vec<f64>,
+        ranking: Vec<String>,
+    }
+
+    fn cases() -> Vec<Case> {
+        let text = include_str!("../../testdata/pve_static_cases.txt");
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|line| {
+                let parts: Vec<&str> = line.split(" | ").collect();
+                let (cpus, mem) = parts[0]
+                    .strip_prefix("vm=")
+                    .and_then(|v| v.split_once(','))
+                    .unwrap();
+                let (cpu_add, mem_add): (f64, f64) = (cpus.parse().unwrap(), mem.parse().unwrap());
+                let hosts = parts[1]
+                    .split(' ')
+                    .map(|h| {
+                        let f: Vec<&str> = h.split(':').collect();
+                        let n = |i: usize| f[i].parse::<f64>().unwrap();
+                        let u = Utilization {
+                            cpu_used: n(3),
+                            cpu_add,
+                            cpu_total: n(1),
+                            mem_used: n(4),
+                            mem_add,
+                            mem_total: n(2),
+                        };
+                        (f[0].to_string(), u)
+                    })
+                    .collect();
+                Case {
+                    hosts,
+                    scores: parts[2].split(' ').map(|s| s.parse().unwrap()).collect(),
+                    ranking: parts[3].split(' ').map(str::to_string).collect(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn scores_and_ranks_hosts_exactly_as_pves_static_scheduler() {
+        let cases = cases();
+        assert_eq!(cases.len(), 1200);
+        for (k, case) in cases.iter().enumerate() {
+            let utilization: Vec<Utilization> = case.hosts.iter().map(|h| h.1).collect();
+            let scores = closeness(&criteria_all(&utilization));
+            for (i, (ours, pve)) in scores.iter().zip(&case.scores).enumerate() {
+                assert!(
+                    (ours - pve).abs() < 1e-9,
+                    "case {k}, host {i}: {ours} where PVE scores {pve}"
+                );
+            }
+            // Best first, ties by name (the scheduler's order among equally scored hosts).
+            // `closeness` rounds to 12 places, so equal hosts tie exactly.
+            let mut order: Vec<usize> = (0..scores.len()).collect();
+            order.sort_by(|&a, &b| {
+                scores[b]
+                    .total_cmp(&scores[a])
+                    .then_with(|| case.hosts[a].0.cmp(&case.hosts[b].0))
+            });
+            let names: Vec<&str> = order.iter().map(|&i| case.hosts[i].0.as_str()).collect();
+            assert_eq!(names, case.ranking, "case {k}");
+        }
+    }
+
+    /// Worked by hand: two hosts of 8 CPUs and 16 GiB, `a` with 4 vCPUs and 8 GiB committed,
+    /// `b` empty; a VM of 4 vCPUs and 8 GiB.
+    ///
+    /// On `a`: utilizations a = 1.0, b = 0: RMS sqrt((1 + 0) / 2) = 0.7071, max 1.0 (CPU and
+    /// memory alike). On `b`: a = 0.5, b = 0.5: RMS 0.5, max 0.5. With the offset the rows are
+    /// [1.7071, 2, 1.7071, 2] and [1.5, 1.5, 1.5, 1.5]; `b` is the lowest in every column, so it
+    /// is the ideal (closeness 1) and `a` the anti-ideal (0). Without PVE's RMS (plain averages
+    /// 0.5 and 0.5) the averages could not tell them apart; the maxima still would.
+    #[test]
+    fn a_case_worked_by_hand() {
+        let h = |cpu_used: f64, mem_used: f64| Utilization {
+            cpu_used,
+            cpu_add: 4.0,
+            cpu_total: 8.0,
+            mem_used,
+            mem_add: 8192.0,
+            mem_total: 16384.0,
+        };
+        let rows = criteria_all(&[h(4.0, 8192.0), h(0.0, 0.0)]);
+        let half = std::f64::consts::FRAC_1_SQRT_2; // sqrt(1 / 2)
+        assert_eq!(rows[0], [half, 1.0, half, 1.0]);
+        assert_eq!(rows[1], [0.5, 0.5, 0.5, 0.5]);
+        assert_eq!(closeness(&rows), vec![0.0, 1.0]);
+    }
+
+    /// Worked by hand, three hosts where the RMS decides and the offset matters: every host has
+    /// 10 CPUs and 100 GiB; committed CPUs 0, 5 and 5; memory 0 everywhere; a VM of 5 vCPUs and
+    /// no memory. On host 0: CPU 0.5, 0.5, 0.5: RMS 0.5, max 0.5. On host 1: 0, 1.0, 0.5: RMS
+    /// sqrt(1.25 / 3) = 0.6455, max 1.0 (host 2 alike). Memory is 0 everywhere: its columns are
+    /// all 1 after the offset, equal, and add no distance. Host 0 is the ideal on both CPU
+    /// columns: closeness 1; hosts 1 and 2 are the anti-ideal: 0.
+    #[test]
+    fn a_second_case_worked_by_hand() {
+        let h = |cpu_used: f64| Utilization {
+            cpu_used,
+            cpu_add: 5.0,
+            cpu_total: 10.0,
+            mem_used: 0.0,
+            mem_add: 0.0,
+            mem_total: 102_400.0,
+        };
+        let rows = criteria_all(&[h(0.0), h(5.0), h(5.0)]);
+        assert_eq!(rows[0], [0.5, 0.5, 0.0, 0.0]);
+        assert!((rows[1][0] - (1.25_f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(closeness(&rows), vec![1.0, 0.0, 0.0]);
     }
 }

@@ -58,11 +58,11 @@ pub struct PlacementVerdict {
 /// Fleet utilizations (0-1) if the VM were placed on the host, and the TOPSIS closeness.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PlacementScores {
-    /// Average CPU utilization.
+    /// CPU utilization of the hosts, as PVE averages it: the root mean square.
     pub avg_cpu: f64,
     /// Highest CPU utilization.
     pub max_cpu: f64,
-    /// Average memory utilization.
+    /// Memory utilization of the hosts, as PVE averages it: the root mean square.
     pub avg_mem: f64,
     /// Highest memory utilization.
     pub max_mem: f64,
