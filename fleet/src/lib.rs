@@ -18,7 +18,9 @@
 //!
 //! - [`state`]: the replicated state machine: [`state::FleetState`], the [`state::Command`]s
 //!   that change it, their encoding in the log and in snapshots.
-//! - [`scheduler`]: where a VM may run and where it should (PVE's static-scheduler criteria).
+//! - [`scheduler`]: where a VM may run and where it should (PVE's static-scheduler scores, the
+//!   fleet's filters and the affinity rules).
+//! - [`affinity`]: the groups the affinity rules tie VMs into, for the placers.
 //! - [`reconcile`]: what to do next for every VM, and what an agent's result means.
 //! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
 //! - [`liveness`]: which silent hosts are unreachable, which are proven fenced (the lease
@@ -27,6 +29,7 @@
 //!   recreate elsewhere), which wait for an eligible host, which recoveries are over.
 //! - [`vip`]: VIP decisions: who should own one, the majority-granted lease, health rise/fall.
 
+pub mod affinity;
 pub mod liveness;
 pub mod reconcile;
 pub mod recovery;

@@ -9,16 +9,21 @@ use protocol::NodeId;
 use protocol::fleet::HostState;
 use protocol::spec::VmSpec;
 
-use crate::scheduler::{HostUsage, HostView, StorageView, TemplateView};
+use crate::scheduler::{GuestView, HostUsage, HostView, StorageView, TemplateView};
 use crate::state::FleetState;
 
 /// Every host that is not removed and has reported its facts, with the usage of the VMs
 /// placed on it (VMs being deleted included: they hold their resources until gone).
 pub fn host_views(state: &FleetState) -> Vec<HostView> {
     let mut usage: BTreeMap<NodeId, HostUsage> = BTreeMap::new();
+    let mut guests: BTreeMap<NodeId, Vec<GuestView>> = BTreeMap::new();
     for rec in state.vms().values() {
         if let Some(host) = rec.assignment.host {
             add_usage(usage.entry(host).or_default(), &rec.spec);
+            guests
+                .entry(host)
+                .or_default()
+                .push(GuestView::of(&rec.spec));
         }
     }
     state
@@ -53,9 +58,16 @@ pub fn host_views(state: &FleetState) -> Vec<HostView> {
                         name: t.name.clone(),
                     })
                     .collect(),
+                guests: guests.remove(&h.id).unwrap_or_default(),
             })
         })
         .collect()
+}
+
+/// Places `spec` on `view` within one pass: its usage, and the guest the affinity rules see.
+pub fn place_on(view: &mut HostView, spec: &VmSpec) {
+    add_usage(&mut view.usage, spec);
+    view.guests.push(GuestView::of(spec));
 }
 
 /// Adds what `spec` commits to a host's usage.

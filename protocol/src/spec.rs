@@ -21,6 +21,7 @@
 mod cidr;
 mod description;
 mod file;
+mod guest_selector;
 mod ha;
 #[cfg(test)]
 mod ha_tests;
@@ -45,6 +46,7 @@ pub use description::{
     DESCRIPTION_MAX_CHARS, DESCRIPTION_RESERVED_CHARS, PVE_DESCRIPTION_MAX_CHARS,
 };
 pub use file::{FleetSpecFile, SpecFileError, VmSpecFile, parse_fleet_file, parse_vm_file};
+pub use guest_selector::{GuestSelector, RuleParty, together_group};
 pub use ha::{
     DEFAULT_MAX_RELOCATE, DEFAULT_MAX_RESTART, HaDefaults, HaPolicy, HaSpec, HaState, MAX_HA_TRIES,
     RecoveryMode,

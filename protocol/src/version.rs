@@ -33,7 +33,7 @@ pub const OLDEST: Version = Version(1);
 ///   `MoveVip`, `ApplyVip`, the VIP spec's labels, preemption and checks), host liveness
 ///   (`SetHostLiveness`, a host's `state_reason`) and PVE HA's settings in the VM spec
 ///   (`VmSpec::ha` as an `HaSpec`, `ApplyVm`) with the fleet's defaults (`Settings::ha`,
-///   `ApplySettings`). Not released yet
+///   `ApplySettings`), and the placement's affinity rules. Not released yet
 ///   (the pin is v1): its layouts may change until a release carries it.
 pub const CURRENT: Version = Version(2);
 
@@ -51,6 +51,8 @@ pub const HOST_LIVENESS: Version = Version(2);
 /// The version that introduced PVE HA's per-VM settings: `VmSpec::ha` became an `HaSpec`
 /// (state, `max_restart`, `max_relocate`, recovery) instead of a bool, carried by
 /// `ApplyVm`; a spec v1 can carry exactly is still written in the v1 layout (`VmSpecV1`).
+/// The same layout change added the placement's affinity rules (`Placement::apart_from`,
+/// `Placement::together_with`; v1's placement is `PlacementV1`).
 pub const HA_SETTINGS: Version = Version(2);
 
 /// The version that introduced the fleet's HA defaults: `Settings::ha` (the limits and

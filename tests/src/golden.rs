@@ -232,10 +232,13 @@ fn vm_spec_v1(spec: VmSpec) -> VmSpecV1 {
     VmSpecV1::exact(&spec).expect("v1 carries the sample spec")
 }
 
-/// A VM with a non-default HA table (v2 only).
+/// A VM with a non-default HA table and affinity rules (v2 only).
 fn vm_spec_ha() -> VmSpec {
     let mut spec = VmSpec::new("db", 1024);
     spec.state = DesiredState::Stopped;
+    spec.tags = vec!["data".into()];
+    spec.placement.apart_from = vec!["tag:data".into()];
+    spec.placement.together_with = vec!["web".into()];
     spec.ha = HaSpec {
         state: Some(HaState::Stopped),
         max_restart: Some(2),

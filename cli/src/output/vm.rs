@@ -212,6 +212,12 @@ fn placement(p: &Placement) -> String {
         let labels: Vec<String> = p.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         parts.push(format!("labels {}", labels.join(",")));
     }
+    if !p.together_with.is_empty() {
+        parts.push(format!("together with {}", p.together_with.join(",")));
+    }
+    if !p.apart_from.is_empty() {
+        parts.push(format!("apart from {}", p.apart_from.join(",")));
+    }
     if parts.is_empty() {
         "any host".to_string()
     } else {

@@ -76,7 +76,8 @@ Running     true     Started   90m
                           "firewall": false, "mtu": null, "ip": {"pool": "lan"}}],
                 "cloud_init": null, "agent": false, "onboot": false, "protection": false,
                 "state": "running", "restart": "never",
-                "placement": {"hosts": [], "exclude_hosts": [], "labels": {}},
+                "placement": {"hosts": [], "exclude_hosts": [], "labels": {},
+                              "apart_from": [], "together_with": []},
                 "ha": {"state": "started", "max_restart": null, "max_relocate": null,
                        "recovery": null},
                 "vmid_range": null

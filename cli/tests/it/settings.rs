@@ -1,4 +1,4 @@
-//! `settings show|apply` and the HA defaults in `vm show`: the `[settings]` table is sent whole
+//! `settings show|apply`, and the HA defaults and affinity rules in `vm show`: the `[settings]` table is sent whole
 //! (a key left out is its default), a file without it is refused before anything is sent, and
 //! a VM's HA limits it leaves out are shown as the fleet's defaults in force.
 
@@ -95,6 +95,8 @@ async fn vm_show_tells_the_ha_values_the_vm_leaves_to_the_fleet() {
             max_relocate: Some(3),
             ..HaSpec::started()
         };
+        spec.placement.together_with = vec!["app".into()];
+        spec.placement.apart_from = vec!["tag:db".into()];
         Ok(VmRecord {
             spec,
             generation: 1,
@@ -116,6 +118,10 @@ async fn vm_show_tells_the_ha_values_the_vm_leaves_to_the_fleet() {
         out.contains(
             "started, restart 0 (fleet default), relocate 3, recovery recreate (fleet default)"
         ),
+        "{out}"
+    );
+    assert!(
+        out.contains("placement:   together with app; apart from tag:db\n"),
         "{out}"
     );
 }

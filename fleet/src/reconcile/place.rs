@@ -6,16 +6,19 @@
 use protocol::fleet::{
     Condition, ConditionKind, EventLevel, HostState, VmPhase, VmRecord, VmStatus,
 };
+use protocol::spec::VmSpec;
 
 use super::{Action, Clock, LiveView, Policy};
+use crate::affinity::AffinityGroups;
 use crate::scheduler::{self, HostView};
 use crate::state::FleetState;
-use crate::views::{add_usage, host_views, take_storage};
+use crate::views::{host_views, place_on, take_storage};
 
 /// The hosts of one tick, updated as VMs are placed.
 pub(super) struct Placer<'a> {
     state: &'a FleetState,
     views: Vec<HostView>,
+    groups: AffinityGroups<'a>,
 }
 
 impl<'a> Placer<'a> {
@@ -32,17 +35,32 @@ impl<'a> Placer<'a> {
                 view.state = HostState::Unreachable;
             }
         }
-        Placer { state, views }
+        Placer {
+            state,
+            views,
+            groups: AffinityGroups::of(state),
+        }
     }
 
     /// Places `rec` (which has no host): a Schedule with the Scheduled status, or the
     /// scheduler's refusal as the Pending status and a warning when that message is new.
     pub(super) fn place(&mut self, rec: &VmRecord, now: Clock, out: &mut Vec<Action>) {
         let vm = rec.spec.name.clone();
-        match scheduler::place(&rec.spec, &self.views, self.state.settings()) {
+        // Members of its group not placed yet go where it goes: their constraints count.
+        let pending: Vec<&VmSpec> = self
+            .groups
+            .members(&rec.spec)
+            .into_iter()
+            .filter(|m| {
+                self.state
+                    .vm(&m.name)
+                    .is_some_and(|r| r.assignment.host.is_none())
+            })
+            .collect();
+        match scheduler::place_with(&rec.spec, &pending, &self.views, self.state.settings()) {
             Ok(decision) => {
                 if let Some(view) = self.views.iter_mut().find(|v| v.id == decision.host_id) {
-                    add_usage(&mut view.usage, &rec.spec);
+                    place_on(view, &rec.spec);
                     take_storage(view, &rec.spec);
                 }
                 out.push(Action::Schedule {

@@ -3,12 +3,13 @@
 //! cluster; then the scheduler, over usage that counts the VMs placed before it in the pass.
 
 use protocol::NodeId;
-use protocol::fleet::{PVE_CLUSTER_LABEL, VmRecord};
+use protocol::fleet::{HostState, PVE_CLUSTER_LABEL, VmRecord};
 use protocol::spec::{CloneMode, RecoveryMode, VmSpec};
 
+use crate::affinity::AffinityGroups;
 use crate::scheduler::{self, HostView};
 use crate::state::FleetState;
-use crate::views::{add_usage, take_storage};
+use crate::views::{place_on, take_storage};
 
 /// The best host for `rec` off host `from` by `mode`, never one of `exclude`, its usage added
 /// to `views`; or why there is none.
@@ -77,10 +78,11 @@ pub(super) fn place(
             (spec.clone(), candidates)
         }
     };
-    match scheduler::place(&placing, &candidates, state.settings()) {
+    let pending = group_pending(state, rec, &candidates, views)?;
+    match scheduler::place_with(&placing, &pending, &candidates, state.settings()) {
         Ok(decision) => {
             if let Some(view) = views.iter_mut().find(|v| v.id == decision.host_id) {
-                add_usage(&mut view.usage, spec);
+                place_on(view, spec);
                 if mode == RecoveryMode::Recreate {
                     take_storage(view, spec);
                 }
@@ -104,6 +106,58 @@ pub(super) fn place(
 
 /// What the scheduler weighs for a relocated VM: its resources and constraints, not its disks
 /// or template (they exist already, on shared storage).
+
+/// The members of `rec`'s affinity group that move with it (not placed, or on a host that is
+/// not online and recovered too); or why it must wait: a member stays behind on a host that is
+/// down, or runs on an online host this recovery cannot use (strict: the group never splits).
+fn group_pending<'a>(
+    state: &'a FleetState,
+    rec: &VmRecord,
+    candidates: &[HostView],
+    views: &[HostView],
+) -> Result<Vec<&'a VmSpec>, String> {
+    let mut pending = Vec::new();
+    for member in AffinityGroups::of(state).members(&rec.spec) {
+        let Some(m) = state.vm(&member.name) else {
+            continue;
+        };
+        let Some(host) = m.assignment.host else {
+            pending.push(member);
+            continue;
+        };
+        let host_name = views
+            .iter()
+            .find(|v| v.id == host)
+            .map_or_else(|| host.to_string(), |v| v.name.clone());
+        let online = views
+            .iter()
+            .any(|v| v.id == host && v.state == HostState::Online);
+        if online {
+            if !candidates.iter().any(|c| c.id == host) {
+                return Err(format!(
+                    "kept together with vm {} (placement.together_with), which runs on {host_name}, a host this recovery cannot use",
+                    member.name
+                ));
+            }
+            continue;
+        }
+        let fenced = state
+            .hosts()
+            .get(&host)
+            .is_some_and(|h| h.state == HostState::Fenced);
+        let policy = state.ha_policy(m);
+        if fenced && policy.fences() && policy.recovery != RecoveryMode::None && !m.deleting {
+            pending.push(member);
+        } else {
+            return Err(format!(
+                "kept together with vm {} (placement.together_with), which stays on {host_name}: it is not recovered from there",
+                member.name
+            ));
+        }
+    }
+    Ok(pending)
+}
+
 fn relocated(spec: &VmSpec) -> VmSpec {
     VmSpec {
         template: None,

@@ -581,3 +581,111 @@ fn start_failure_limits_a_vm_leaves_out_are_the_fleets_defaults() {
         "{actions:?}"
     );
 }
+
+/// `vm` with its tags and affinity rules set, placed on `host`.
+fn ruled_vm(
+    w: &mut World,
+    name: &str,
+    tags: &[&str],
+    apart: &[&str],
+    together: &[&str],
+    host: u64,
+) {
+    let mut spec = VmSpec::new(name, 2048);
+    spec.ha = ha(RecoveryMode::Relocate);
+    spec.tags = tags.iter().map(|t| t.to_string()).collect();
+    spec.placement.apart_from = apart.iter().map(|t| t.to_string()).collect();
+    spec.placement.together_with = together.iter().map(|t| t.to_string()).collect();
+    spec.disks = vec![DiskSpec {
+        slot: "scsi0".into(),
+        storage: Some("shared".into()),
+        size_gib: 8,
+        options: Default::default(),
+    }];
+    w.ok(Command::apply_vm(spec, w.now));
+    w.ok(Command::ScheduleVm {
+        name: name.into(),
+        host: Some(host),
+        expected: None,
+        now: w.now,
+    });
+}
+
+#[test]
+fn anti_affinity_beats_load_in_recovery_and_a_replica_waits_rather_than_share_a_host() {
+    let mut w = alpha();
+    for (i, host) in [1, 2, 3].into_iter().enumerate() {
+        ruled_vm(
+            &mut w,
+            &format!("web-{i}"),
+            &["web"],
+            &["tag:web"],
+            &[],
+            host,
+        );
+    }
+    w.fence(1);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::Recover { to: None, message, .. }]
+            if message.contains("anti-affinity")),
+        "{actions:?}"
+    );
+    assert_eq!(w.host_of("web-0"), Some(1));
+    // A fourth node of the cluster, loaded more than the others: the only one without a
+    // replica, so it takes web-0 whatever its load.
+    w.host(5, "pve-e", Some("alpha"), 4, true);
+    ruled_vm(&mut w, "filler", &[], &[], &[], 5);
+    let actions = w.step();
+    assert!(
+        matches!(
+            actions.as_slice(),
+            [RecoveryAction::Recover { to: Some(5), .. }]
+        ),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_group_kept_together_is_recovered_onto_one_host() {
+    let mut w = alpha();
+    ruled_vm(&mut w, "db", &[], &[], &[], 2);
+    ruled_vm(&mut w, "app", &[], &[], &["db"], 2);
+    ruled_vm(&mut w, "cache", &[], &[], &["app"], 2);
+    w.fence(2);
+    let actions = w.step();
+    assert_eq!(actions.len(), 3, "{actions:?}");
+    let to = w.host_of("db").unwrap();
+    assert!([1, 3].contains(&to), "{to}");
+    assert_eq!(w.host_of("app"), Some(to));
+    assert_eq!(w.host_of("cache"), Some(to));
+}
+
+#[test]
+fn a_group_follows_its_most_constrained_member_and_waits_for_one_left_behind() {
+    let mut w = alpha();
+    ruled_vm(&mut w, "app", &[], &[], &["db"], 2);
+    ruled_vm(&mut w, "db", &[], &[], &[], 2);
+    // db may only use pve-b (fenced) and pve-c: the group lands on pve-c, whichever member is
+    // recovered first.
+    let mut spec = w.state.vm("db").unwrap().spec.clone();
+    spec.placement.hosts = vec!["pve-b".into(), "pve-c".into()];
+    w.ok(Command::apply_vm(spec, w.now));
+    // A second group whose database is not recovered (recovery = "none"): its app waits.
+    ruled_vm(&mut w, "app-2", &[], &[], &["db-2"], 2);
+    ruled_vm(&mut w, "db-2", &[], &[], &[], 2);
+    let mut spec = w.state.vm("db-2").unwrap().spec.clone();
+    spec.ha.recovery = Some(RecoveryMode::None);
+    w.ok(Command::apply_vm(spec, w.now));
+    w.fence(2);
+    w.step();
+    assert_eq!(w.host_of("app"), Some(3));
+    assert_eq!(w.host_of("db"), Some(3));
+    assert_eq!(w.host_of("app-2"), Some(2));
+    let waiting = w.state.recovery("app-2").unwrap();
+    assert!(
+        waiting.is_waiting() && waiting.message.contains("kept together with vm db-2"),
+        "{}",
+        waiting.message
+    );
+}

@@ -9,6 +9,7 @@ use protocol::spec::VmSpec;
 use serde::Serialize;
 
 use super::inputs::HostView;
+use super::rules::{self, Partners};
 
 const MIB: u64 = 1024 * 1024;
 const GIB: u64 = 1024 * MIB;
@@ -27,6 +28,10 @@ pub enum FilterName {
     ExcludedHosts,
     /// The host lacks a label the VM requires.
     Labels,
+    /// A VM an anti-affinity rule keeps apart from this one is placed on the host.
+    AntiAffinity,
+    /// A VM an affinity rule keeps together with this one is placed on another host.
+    Affinity,
     /// The host already runs the most VMs a host may run.
     VmLimit,
     /// Not enough schedulable vCPUs left (after overcommit).
@@ -50,6 +55,8 @@ impl FilterName {
             FilterName::AllowedHosts => "allowed-hosts",
             FilterName::ExcludedHosts => "excluded-hosts",
             FilterName::Labels => "labels",
+            FilterName::AntiAffinity => "anti-affinity",
+            FilterName::Affinity => "affinity",
             FilterName::VmLimit => "vm-limit",
             FilterName::Cpu => "cpu",
             FilterName::Memory => "memory",
@@ -96,13 +103,24 @@ pub(crate) fn memory_limit_mib(host: &HostView, settings: &Settings) -> u64 {
     usable.saturating_mul(u64::from(settings.memory_overcommit_percent)) / 100
 }
 
-/// The first filter the host fails.
+/// The first filter the host fails: the host's own constraints, then the affinity rules
+/// (`partners`: where the VM's affinity partners are), then the resources.
 pub(crate) fn first_exclusion(
     vm: &VmSpec,
     host: &HostView,
     settings: &Settings,
+    partners: &Partners<'_>,
 ) -> Option<Exclusion> {
-    FILTERS.iter().find_map(|filter| filter(vm, host, settings))
+    let (constraints, resources) = FILTERS.split_at(4);
+    constraints
+        .iter()
+        .find_map(|filter| filter(vm, host, settings))
+        .or_else(|| rules::exclusion(vm, host, partners))
+        .or_else(|| {
+            resources
+                .iter()
+                .find_map(|filter| filter(vm, host, settings))
+        })
 }
 
 fn state(_: &VmSpec, host: &HostView, _: &Settings) -> Option<Exclusion> {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use protocol::fleet::{Capacity, HostState};
 use protocol::identity::NodeId;
-use protocol::spec::Labels;
+use protocol::spec::{Labels, RuleParty, VmSpec};
 use serde::Serialize;
 
 /// One host as the scheduler sees it.
@@ -29,6 +29,43 @@ pub struct HostView {
     pub bridges: BTreeSet<String>,
     /// Templates present on the host.
     pub templates: Vec<TemplateView>,
+    /// The VMs placed on the host, as the affinity rules see them.
+    pub guests: Vec<GuestView>,
+}
+
+/// A VM placed on a host, as the affinity rules see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GuestView {
+    /// The VM's name.
+    pub name: String,
+    /// Its PVE tags.
+    pub tags: Vec<String>,
+    /// Its `placement.apart_from`.
+    pub apart_from: Vec<String>,
+    /// Its `placement.together_with`.
+    pub together_with: Vec<String>,
+}
+
+impl GuestView {
+    /// The guest of a spec.
+    pub fn of(spec: &VmSpec) -> GuestView {
+        GuestView {
+            name: spec.name.clone(),
+            tags: spec.tags.clone(),
+            apart_from: spec.placement.apart_from.clone(),
+            together_with: spec.placement.together_with.clone(),
+        }
+    }
+
+    /// The guest as a party of the rules.
+    pub fn party(&self) -> RuleParty<'_> {
+        RuleParty {
+            name: &self.name,
+            tags: &self.tags,
+            apart_from: &self.apart_from,
+            together_with: &self.together_with,
+        }
+    }
 }
 
 /// Resources committed on a host by the VMs placed there (static: configured sizes, as PVE's
@@ -77,6 +114,7 @@ impl HostView {
             storages: Vec::new(),
             bridges: BTreeSet::new(),
             templates: Vec::new(),
+            guests: Vec::new(),
         }
     }
 }

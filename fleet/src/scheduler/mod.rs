@@ -16,6 +16,7 @@
 mod explain;
 mod filters;
 mod inputs;
+mod rules;
 mod topsis;
 
 #[cfg(test)]
@@ -27,7 +28,7 @@ use protocol::spec::VmSpec;
 
 pub use explain::{HostVerdict, Verdict};
 pub use filters::FilterName;
-pub use inputs::{HostUsage, HostView, StorageView, TemplateView};
+pub use inputs::{GuestView, HostUsage, HostView, StorageView, TemplateView};
 
 /// Where a VM goes, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +69,19 @@ pub fn place(
     hosts: &[HostView],
     settings: &Settings,
 ) -> Result<Decision, NoEligibleHost> {
-    let verdicts = explain(vm, hosts, settings);
+    place_with(vm, &[], hosts, settings)
+}
+
+/// [`place`] for a VM whose affinity group has members `pending` placement with it (not placed
+/// yet, or recovered in the same pass): the host must suit them too, so the group lands on one
+/// host whatever order its members are placed in.
+pub fn place_with(
+    vm: &VmSpec,
+    pending: &[&VmSpec],
+    hosts: &[HostView],
+    settings: &Settings,
+) -> Result<Decision, NoEligibleHost> {
+    let verdicts = explain_with(vm, pending, hosts, settings);
     match verdicts.first() {
         Some(best) if best.closeness().is_some() => Ok(Decision {
             host_id: best.host_id,
@@ -84,6 +97,16 @@ pub fn place(
 
 /// Every host's verdict for `vm`: eligible hosts best first, then excluded hosts by name.
 pub fn explain(vm: &VmSpec, hosts: &[HostView], settings: &Settings) -> Vec<HostVerdict> {
+    explain_with(vm, &[], hosts, settings)
+}
+
+/// [`explain`] with the group members `pending` placement with the VM ([`place_with`]).
+pub fn explain_with(
+    vm: &VmSpec,
+    pending: &[&VmSpec],
+    hosts: &[HostView],
+    settings: &Settings,
+) -> Vec<HostVerdict> {
     let mut sorted: Vec<&HostView> = hosts.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
 
@@ -91,8 +114,9 @@ pub fn explain(vm: &VmSpec, hosts: &[HostView], settings: &Settings) -> Vec<Host
     // PVE scores against every online node (its averages and ideals are over all of them);
     // the filters then decide which of those may take the VM.
     let mut counted = Vec::new();
+    let partners = rules::partners(vm, pending, &sorted);
     for host in sorted {
-        let exclusion = filters::first_exclusion(vm, host, settings);
+        let exclusion = filters::first_exclusion(vm, host, settings, &partners);
         if host.state == HostState::Online {
             counted.push((host, exclusion.is_none()));
         }

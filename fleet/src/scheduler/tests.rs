@@ -541,3 +541,134 @@ fn every_online_host_counts_in_the_scores_as_pve_counts_every_online_node() {
     let alone = topsis::closeness(&topsis::criteria_all(&[u(&a), u(&b)]));
     assert!(alone[1] > alone[0], "{alone:?}");
 }
+
+fn guest(name: &str, tags: &[&str], apart: &[&str], together: &[&str]) -> GuestView {
+    GuestView {
+        name: name.into(),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        apart_from: apart.iter().map(|t| t.to_string()).collect(),
+        together_with: together.iter().map(|t| t.to_string()).collect(),
+    }
+}
+
+fn excluded_by(verdicts: &[HostVerdict], name: &str) -> Option<(FilterName, String)> {
+    verdicts
+        .iter()
+        .find(|v| v.host_name == name)
+        .and_then(|v| match &v.verdict {
+            Verdict::Excluded { filter, detail } => Some((*filter, detail.clone())),
+            Verdict::Scored { .. } => None,
+        })
+}
+
+#[test]
+fn anti_affinity_keeps_vms_apart_both_ways_and_names_the_rule() {
+    let mut a = host(1, "a");
+    a.guests.push(guest("web-1", &["web"], &["tag:web"], &[]));
+    let b = host(2, "b");
+    let mut c = host(3, "c");
+    c.guests.push(guest("db", &[], &[], &[]));
+    // web-2 says nothing itself: web-1's rule keeps it off a.
+    let mut web2 = vm();
+    web2.name = "web-2".into();
+    web2.tags = vec!["web".into()];
+    let verdicts = explain(&web2, &[a.clone(), b.clone(), c.clone()], &settings());
+    assert_eq!(
+        excluded_by(&verdicts, "a"),
+        Some((
+            FilterName::AntiAffinity,
+            "vm web-1 is placed here (web-1's placement.apart_from \"tag:web\")".into()
+        ))
+    );
+    assert!(excluded_by(&verdicts, "b").is_none() && excluded_by(&verdicts, "c").is_none());
+    // Its own rule by name keeps it off c as well.
+    web2.placement.apart_from = vec!["db".into()];
+    let decision = place(&web2, &[a.clone(), b.clone(), c.clone()], &settings()).unwrap();
+    assert_eq!(decision.host_name, "b");
+    // A VM never avoids itself: web-1 judged on its own host is not excluded by its own rule.
+    let mut web1 = web2.clone();
+    web1.name = "web-1".into();
+    web1.placement.apart_from = vec!["tag:web".into()];
+    let verdicts = explain(&web1, &[a, b], &settings());
+    assert!(excluded_by(&verdicts, "a").is_none(), "{verdicts:?}");
+}
+
+#[test]
+fn affinity_follows_the_partner_and_waits_when_partners_are_apart() {
+    let a = host(1, "a");
+    let mut b = host(2, "b");
+    b.guests.push(guest("db", &[], &[], &[]));
+    let c = host(3, "c");
+    let mut app = vm();
+    app.name = "app".into();
+    app.placement.together_with = vec!["db".into()];
+    let decision = place(&app, &[a.clone(), b.clone(), c.clone()], &settings()).unwrap();
+    assert_eq!(decision.host_name, "b");
+    assert_eq!(
+        excluded_by(&decision.verdicts, "a"),
+        Some((
+            FilterName::Affinity,
+            "vm db is on b (app's placement.together_with \"db\")".into()
+        ))
+    );
+    // The partner's host full: nowhere else will do, the VM waits.
+    let mut full = b.clone();
+    full.usage.memory_mib = 31_000;
+    let err = place(&app, &[a.clone(), full, c.clone()], &settings()).unwrap_err();
+    assert!(err.verdicts.iter().all(|v| v.closeness().is_none()));
+    // A partner's rule ties an unruled VM too; partners on two hosts leave no host at all.
+    let mut a2 = a.clone();
+    a2.guests.push(guest("cache", &[], &[], &["tag:app"]));
+    let mut tagged = vm();
+    tagged.name = "app-2".into();
+    tagged.tags = vec!["app".into()];
+    tagged.placement.together_with = vec!["db".into()];
+    let err = place(&tagged, &[a2, b, c.clone()], &settings()).unwrap_err();
+    assert!(
+        err.verdicts.iter().all(|v| matches!(
+            &v.verdict,
+            Verdict::Excluded {
+                filter: FilterName::Affinity,
+                ..
+            }
+        )),
+        "{:?}",
+        err.verdicts
+    );
+    // Nothing placed yet: the first of a group goes anywhere.
+    assert!(place(&app, &[a, c], &settings()).is_ok());
+}
+
+#[test]
+fn a_group_member_placed_first_goes_where_the_unplaced_members_may_go() {
+    let a = host(1, "a");
+    let b = host(2, "b");
+    let mut app = vm();
+    app.name = "app".into();
+    app.placement.together_with = vec!["db".into()];
+    let mut db = vm();
+    db.name = "db".into();
+    db.placement.hosts = vec!["b".into()];
+    // Alone, app would take a (first by name among equal hosts); db can only run on b.
+    assert_eq!(
+        place(&app, &[a.clone(), b.clone()], &settings())
+            .unwrap()
+            .host_name,
+        "a"
+    );
+    let decision = place_with(&app, &[&db], &[a.clone(), b.clone()], &settings()).unwrap();
+    assert_eq!(decision.host_name, "b");
+    assert_eq!(
+        excluded_by(&decision.verdicts, "a"),
+        Some((
+            FilterName::Affinity,
+            "vm db, kept together with vm app, may only run on [b]".into()
+        ))
+    );
+    // A member kept apart from a guest of the host excludes it as well.
+    let mut b2 = b.clone();
+    b2.guests.push(guest("noisy", &[], &[], &[]));
+    db.placement.apart_from = vec!["noisy".into()];
+    let err = place_with(&app, &[&db], &[a, b2], &settings()).unwrap_err();
+    assert!(err.verdicts.iter().all(|v| v.closeness().is_none()));
+}

@@ -6,7 +6,9 @@ use protocol::admin::ApplyOutcome;
 use protocol::fleet::{
     AllocationOwner, Assignment, EventKind, HostState, UnixMillis, VmRecord, VmStatus,
 };
-use protocol::spec::{Cidr, DesiredState, NicIp, SpecError, VmSpec, validate_spec};
+use protocol::spec::{
+    Cidr, DesiredState, NicIp, RuleParty, SpecError, VmSpec, together_group, validate_spec,
+};
 
 use super::{CommandReply, FleetState, StateError};
 
@@ -58,6 +60,7 @@ impl FleetState {
     ) -> Result<CommandReply, StateError> {
         validate_spec(&spec)?;
         self.check_vm_references(&spec)?;
+        self.check_affinity(&spec)?;
         let name = spec.name.clone();
         let (outcome, generation) = match self.vms.get_mut(&name) {
             Some(rec) if rec.deleting => {
@@ -101,6 +104,40 @@ impl FleetState {
 
     /// Checks what a spec refers to: its pools and range exist, and its static addresses
     /// collide with no pool range, VIP or other VM.
+    /// Refuses a spec whose affinity rules cannot all hold with the other VMs': within the
+    /// group that affinity rules tie it to (transitively, as overlapping positive rules form
+    /// one group), no two VMs may be kept apart. Names both rules.
+    fn check_affinity(&self, spec: &VmSpec) -> Result<(), StateError> {
+        let others: Vec<&VmSpec> = self
+            .vms
+            .values()
+            .filter(|r| r.spec.name != spec.name && !r.deleting)
+            .map(|r| &r.spec)
+            .collect();
+        let mut group: Vec<&VmSpec> = vec![spec];
+        group.extend(together_group(spec, &others));
+        for (a, first) in group.iter().enumerate() {
+            for second in &group[a + 1..] {
+                let (x, y) = (RuleParty::of(first), RuleParty::of(second));
+                if let Some(apart) = x.apart(&y) {
+                    let names: Vec<&str> = group.iter().map(|g| g.name.as_str()).collect();
+                    return Err(StateError::Conflict(format!(
+                        "VM {:?} cannot be placed with these affinity rules: {} must be on \
+                         one host by placement.together_with ({}), but {apart} keeps {} and \
+                         {} apart; remove one of the rules",
+                        spec.name,
+                        names.join(", "),
+                        x.together(&y)
+                            .unwrap_or_else(|| "through the other VMs of the group".into()),
+                        first.name,
+                        second.name,
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn check_vm_references(&self, spec: &VmSpec) -> Result<(), StateError> {
         for (i, pool) in spec.pool_nics() {
             if !self.ip_pools.contains_key(pool) {

@@ -41,7 +41,8 @@ impl Rpc for VmApply {
         }
         let spec = VmSpecV1::exact(&self.spec).ok_or_else(|| EncodingError::TooNew {
             what: format!(
-                "VM {} with HA settings (ha.state, limits or recovery)",
+                "VM {} with HA settings (ha.state, limits or recovery) or affinity rules \
+                 (placement.apart_from, placement.together_with)",
                 self.spec.name
             ),
             needs: HA_SETTINGS,

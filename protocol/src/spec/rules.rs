@@ -28,6 +28,11 @@ pub(crate) const TAG: Rule = Rule {
     check: is_tag,
 };
 
+pub(crate) const GUEST_SELECTOR: Rule = Rule {
+    allowed: "a VM name (a DNS label) or tag:<tag> for every VM with that PVE tag",
+    check: is_guest_selector,
+};
+
 pub(crate) const STORAGE_ID: Rule = Rule {
     allowed: "a PVE storage id: a letter, then letters, digits, '-', '_' or '.', ending with a letter or digit (at most 64)",
     check: is_storage_id,
@@ -105,6 +110,13 @@ fn is_tag(s: &str) -> bool {
         && s.bytes().next().is_some_and(ok_first)
         && s.bytes()
             .all(|b| ok_first(b) || matches!(b, b'-' | b'+' | b'.'))
+}
+
+fn is_guest_selector(s: &str) -> bool {
+    match s.strip_prefix("tag:") {
+        Some(tag) => is_tag(tag),
+        None => is_dns_label(s),
+    }
 }
 
 fn is_storage_id(s: &str) -> bool {

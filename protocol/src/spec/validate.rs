@@ -399,6 +399,26 @@ fn placement(p: &Placement) -> Result<(), SpecError> {
             &rules::LABEL_VALUE,
         )?;
     }
+    unique_texts(
+        "placement.apart_from",
+        &p.apart_from,
+        &rules::GUEST_SELECTOR,
+    )?;
+    unique_texts(
+        "placement.together_with",
+        &p.together_with,
+        &rules::GUEST_SELECTOR,
+    )?;
+    for (i, s) in p.together_with.iter().enumerate() {
+        if p.apart_from.contains(s) {
+            return Err(SpecError::text(
+                format!("placement.together_with[{i}]"),
+                s,
+                "a VM or tag not also in placement.apart_from (together and apart at once \
+                 cannot be placed)",
+            ));
+        }
+    }
     Ok(())
 }
 

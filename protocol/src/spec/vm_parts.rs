@@ -314,4 +314,13 @@ pub struct Placement {
     /// Labels a host must carry, with these values.
     #[serde(default)]
     pub labels: Labels,
+    /// Anti-affinity (strict): never on a host where one of these VMs is placed. Each is a VM
+    /// name or `tag:<tag>` (every VM with that PVE tag). It works both ways: a VM named here
+    /// is kept off this VM's host too ([`GuestSelector`](super::GuestSelector)).
+    #[serde(default)]
+    pub apart_from: Vec<String>,
+    /// Affinity (strict): on the host of these VMs once one of them is placed (names or
+    /// `tag:<tag>`); both ways, so overlapping rules keep a whole group on one host.
+    #[serde(default)]
+    pub together_with: Vec<String>,
 }

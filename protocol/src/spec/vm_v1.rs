@@ -4,6 +4,9 @@
 //! it exactly ([`VmSpecV1::exact`]), except where a v1 reader gets what it can act on
 //! ([`VmSpecV1::shown`]).
 //!
+//! v2 also added the affinity rules to the placement (`apart_from`, `together_with`): the v1
+//! placement is [`PlacementV1`], and a spec with rules is never written at v1.
+//!
 //! v1's `ha = true` meant "an HA guest, kept in its desired `state`": it reads as
 //! `started` for a running VM and `stopped` for a stopped one, with the fleet's defaults for
 //! the limits and the mode (PVE's, the only ones v1 knew, until the operator changes them), so
@@ -11,6 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Labels;
 use super::VmSpec;
 use super::ha::{HaSpec, HaState};
 use super::vm_parts::{
@@ -64,11 +68,45 @@ pub struct VmSpecV1 {
     /// Whether a reboot may be done for a change.
     pub restart: RestartPolicy,
     /// Where the VM may be placed.
-    pub placement: Placement,
+    pub placement: PlacementV1,
     /// An HA guest: fenced with its host (and recovered elsewhere).
     pub ha: bool,
     /// The VMID range.
     pub vmid_range: Option<String>,
+}
+
+/// [`Placement`] as encoding v1 lays it out: without the affinity rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlacementV1 {
+    /// Only these hosts.
+    pub hosts: Vec<String>,
+    /// Never these hosts.
+    pub exclude_hosts: Vec<String>,
+    /// Labels a host must carry.
+    pub labels: Labels,
+}
+
+impl PlacementV1 {
+    /// What a v1 reader can show: the host and label constraints.
+    pub fn shown(p: &Placement) -> PlacementV1 {
+        PlacementV1 {
+            hosts: p.hosts.clone(),
+            exclude_hosts: p.exclude_hosts.clone(),
+            labels: p.labels.clone(),
+        }
+    }
+}
+
+impl From<PlacementV1> for Placement {
+    fn from(v1: PlacementV1) -> Placement {
+        Placement {
+            hosts: v1.hosts,
+            exclude_hosts: v1.exclude_hosts,
+            labels: v1.labels,
+            apart_from: Vec::new(),
+            together_with: Vec::new(),
+        }
+    }
 }
 
 /// What v1's `ha` means in v2's terms, given the VM's desired power.
@@ -107,19 +145,22 @@ impl From<VmSpecV1> for VmSpec {
             protection: v1.protection,
             state: v1.state,
             restart: v1.restart,
-            placement: v1.placement,
+            placement: v1.placement.into(),
             vmid_range: v1.vmid_range,
         }
     }
 }
 
 impl VmSpecV1 {
-    /// `spec` in the v1 layout, if v1 carries all of it: not HA, or `started`/`stopped`
-    /// matching the desired power with the fleet's defaults (what `ha = true` meant). `None`
+    /// `spec` in the v1 layout, if v1 carries all of it: no affinity rules, and not HA, or
+    /// `started`/`stopped` matching the desired power with the fleet's defaults (what
+    /// `ha = true` meant). `None`
     /// otherwise: writing it at v1 would lose what the operator asked for.
     pub fn exact(spec: &VmSpec) -> Option<VmSpecV1> {
         let v1 = VmSpecV1::shown(spec);
-        (ha_of_v1(v1.ha, v1.state) == spec.ha).then_some(v1)
+        let rules =
+            !spec.placement.apart_from.is_empty() || !spec.placement.together_with.is_empty();
+        (ha_of_v1(v1.ha, v1.state) == spec.ha && !rules).then_some(v1)
     }
 
     /// What a v1 reader can show and act on: `ha` is whether the VM is an HA guest for
@@ -149,7 +190,7 @@ impl VmSpecV1 {
             protection: spec.protection,
             state: spec.state,
             restart: spec.restart,
-            placement: spec.placement.clone(),
+            placement: PlacementV1::shown(&spec.placement),
             ha: spec.ha.fences(),
             vmid_range: spec.vmid_range.clone(),
         }

@@ -73,6 +73,8 @@ scenarios! {
     pve_ha_refused => "pve-ha-refused",
     recreate_other_cluster => "recreate-other-cluster",
     ha_defaults => "ha-defaults",
+    anti_affinity => "anti-affinity",
+    affinity_group => "affinity-group",
     spread_17 => "spread-17",
 }
 

@@ -309,3 +309,38 @@ fn scheduling_needs_an_online_host_and_the_placement_the_proposer_saw() {
         (VmPhase::Running, 42)
     );
 }
+
+#[test]
+fn affinity_rules_that_cannot_all_hold_are_refused_naming_both_rules() {
+    let mut f = Fleet::new();
+    let spec = |name: &str, tags: &[&str], apart: &[&str], together: &[&str]| {
+        let mut s = VmSpec::new(name, 512);
+        s.tags = tags.iter().map(|t| t.to_string()).collect();
+        s.placement.apart_from = apart.iter().map(|t| t.to_string()).collect();
+        s.placement.together_with = together.iter().map(|t| t.to_string()).collect();
+        Command::apply_vm(s, 1)
+    };
+    f.ok(spec("db", &["data"], &[], &[]));
+    f.ok(spec("app", &[], &[], &["db"]));
+    // Directly: cache wants db and refuses tag:data (db's tag).
+    let e = f.err(spec("cache", &[], &["tag:data"], &["db"]));
+    let m = e.to_string();
+    assert!(
+        m.contains("cache's placement.apart_from \"tag:data\"") && m.contains("cache, db"),
+        "{m}"
+    );
+    // Transitively: web goes with app (so with db), but keeps apart from db.
+    let m = f.err(spec("web", &[], &["db"], &["app"])).to_string();
+    assert!(
+        m.contains("web, app, db") && m.contains("web's placement.apart_from \"db\""),
+        "{m}"
+    );
+    // The same rule written on the other side is caught too: db may not join a group that
+    // keeps it apart.
+    f.ok(spec("lonely", &[], &["db"], &[]));
+    let m = f.err(spec("db", &["data"], &[], &["lonely"])).to_string();
+    assert!(m.contains("lonely's placement.apart_from \"db\""), "{m}");
+    // Rules that agree are applied.
+    f.ok(spec("web", &["web"], &["tag:web"], &["app"]));
+    assert!(f.state.vm("web").is_some());
+}
