@@ -104,9 +104,6 @@ pub(super) fn place(
     }
 }
 
-/// What the scheduler weighs for a relocated VM: its resources and constraints, not its disks
-/// or template (they exist already, on shared storage).
-
 /// The members of `rec`'s affinity group that move with it (not placed, or on a host that is
 /// not online and recovered too); or why it must wait: a member stays behind on a host that is
 /// down, or runs on an online host this recovery cannot use (strict: the group never splits).
@@ -158,6 +155,8 @@ fn group_pending<'a>(
     Ok(pending)
 }
 
+/// What the scheduler weighs for a relocated VM: its resources and constraints, not its disks
+/// or template (they exist already, on shared storage).
 fn relocated(spec: &VmSpec) -> VmSpec {
     VmSpec {
         template: None,
