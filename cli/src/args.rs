@@ -328,6 +328,9 @@ pub enum VmCommand {
         /// The VM's name.
         name: String,
     },
+    /// Move a VM to another node of its PVE cluster with PVE's migration (live when it runs,
+    /// local disks copied); without --to, to the node the scheduler picks.
+    Migrate(VmMigrateArgs),
     /// Snapshots of a VM, taken and restored on its host.
     #[command(subcommand)]
     Snapshot(SnapshotCommand),
@@ -356,6 +359,24 @@ pub struct VmApplyArgs {
     /// operations with back-off, so a failure can be passing).
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration, requires = "wait")]
     pub fail_after: Duration,
+}
+
+/// `pvefleet vm migrate`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct VmMigrateArgs {
+    /// The VM's name.
+    pub name: String,
+    /// The host to move it to (another node of its PVE cluster); default: the scheduler's
+    /// choice, under the same filters and affinity rules as placement.
+    #[arg(long, value_name = "HOST")]
+    pub to: Option<String>,
+    /// Then wait until the move is over, showing progress on stderr; exit non-zero with PVE's
+    /// reason when it failed.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long `--wait` waits.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration, requires = "wait")]
+    pub wait_timeout: Duration,
 }
 
 /// `pvefleet vm snapshot ...`

@@ -21,6 +21,7 @@
 //! - [`scheduler`]: where a VM may run and where it should (PVE's static-scheduler scores, the
 //!   fleet's filters and the affinity rules).
 //! - [`affinity`]: the groups the affinity rules tie VMs into, for the placers.
+//! - [`migration`]: where an operator's `vm migrate` sends a VM (its PVE cluster, every rule).
 //! - [`reconcile`]: what to do next for every VM, and what an agent's result means.
 //! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
 //! - [`liveness`]: which silent hosts are unreachable, which are proven fenced (the lease
@@ -31,6 +32,7 @@
 
 pub mod affinity;
 pub mod liveness;
+pub mod migration;
 pub mod reconcile;
 pub mod recovery;
 pub mod scheduler;

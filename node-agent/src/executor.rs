@@ -124,7 +124,8 @@ enum Settle {
 
 fn settle(op: &Op) -> Settle {
     match op {
-        Op::Ensure(_) | Op::Delete(_) => Settle::Rerun,
+        // A migration looks where the VM is first: running it again reports a finished move.
+        Op::Ensure(_) | Op::Delete(_) | Op::Migrate(_) => Settle::Rerun,
         Op::Power(p) => match p.action {
             PowerAction::Restart { .. } => Settle::Unknown(format!(
                 "the agent stopped while restarting VM {} ({}); check its uptime in PVE and restart it again if needed",
@@ -269,6 +270,11 @@ impl Executor {
                 .map(|existed| CommandOutput::Deleted { existed }),
             Op::Power(p) => self.ops.power(p).await.map(CommandOutput::Vm),
             Op::Snapshot(s) => self.ops.snapshot(s).await.map(CommandOutput::Snapshots),
+            Op::Migrate(m) => self
+                .ops
+                .migrate(m)
+                .await
+                .map(|(node, running)| CommandOutput::Migrated { node, running }),
         }
     }
 

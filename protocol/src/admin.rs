@@ -9,6 +9,7 @@ mod admins;
 mod cluster;
 mod members;
 mod methods;
+mod migrate;
 mod ops;
 mod resources;
 mod tokens;
@@ -24,6 +25,7 @@ pub use cluster::{
 };
 pub use members::{MemberPromote, MemberPromoteReply, MemberReportVersions};
 pub use methods::METHODS;
+pub use migrate::{VmMigrate, VmMigrateReply};
 pub use ops::{
     HostStatus, HostStatusEntry, HostStatusReply, PlacementScores, PlacementVerdict, RESTART_WAIT,
     SNAPSHOT_CHANGE_WAIT, SNAPSHOT_LIST_WAIT, VmExplain, VmExplainReply, VmPower, VmPowerAction,

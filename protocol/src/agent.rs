@@ -22,7 +22,7 @@ mod vip;
 
 pub use command::{
     AgentCommand, CommandFailure, CommandOutput, CommandResult, DeleteVm, EnsureVm, FailureKind,
-    Op, PowerAction, PowerOp, SnapshotAction, SnapshotInfo, SnapshotOp, VmObservation,
+    MigrateOp, Op, PowerAction, PowerOp, SnapshotAction, SnapshotInfo, SnapshotOp, VmObservation,
 };
 pub use command_v1::{AgentCommandV1, EnsureVmV1, OpV1};
 pub use inventory::{

@@ -33,7 +33,7 @@ pub const OLDEST: Version = Version(1);
 ///   `MoveVip`, `ApplyVip`, the VIP spec's labels, preemption and checks), host liveness
 ///   (`SetHostLiveness`, a host's `state_reason`) and PVE HA's settings in the VM spec
 ///   (`VmSpec::ha` as an `HaSpec`, `ApplyVm`) with the fleet's defaults (`Settings::ha`,
-///   `ApplySettings`), and the placement's affinity rules. Not released yet
+///   `ApplySettings`), the placement's affinity rules, and migrations. Not released yet
 ///   (the pin is v1): its layouts may change until a release carries it.
 pub const CURRENT: Version = Version(2);
 
@@ -59,6 +59,10 @@ pub const HA_SETTINGS: Version = Version(2);
 /// recovery mode of VMs that leave them out), carried by `ApplySettings`; settings with PVE's
 /// defaults are still written in the v1 layout (`SettingsV1`).
 pub const HA_DEFAULTS: Version = Version(2);
+
+/// The version that introduced migrations: `Op::Migrate`, `StartMigration`, `EndMigration`,
+/// the state's migrations and `admin.vm_migrate`.
+pub const MIGRATION: Version = Version(2);
 
 /// The version that introduced the recovery of a fenced host's guests: `RecoverVm`,
 /// `EndRecovery`, the state's recoveries and `EnsureVm::take_over`.

@@ -116,6 +116,14 @@ impl Cluster {
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
     }
 
+    /// The `pvefleet` binary the tests run.
+    pub fn cli_program(&self) -> PathBuf {
+        self.lab
+            .binaries()
+            .path(CLI)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     /// The CLI with `--output json` and this cluster's config.
     pub fn cli(&self, args: &[&str]) -> Output {
         let program = self

@@ -20,8 +20,8 @@ use protocol::agent::{
     SnapshotAction, SnapshotInfo, SnapshotOp, VmObservation,
 };
 use protocol::fleet::{
-    Capacity, EventKind, EventLevel, HostFacts, HostState, Member, MemberRole, Settings,
-    SettingsV1, StoredToken, VmStatus,
+    Capacity, EventKind, EventLevel, HostFacts, HostState, Member, MemberRole, PVE_CLUSTER_LABEL,
+    Settings, SettingsV1, StoredToken, VmStatus,
 };
 use protocol::join::{JoinRequest, JoinResponse, RenewRequest, RenewResponse};
 use protocol::spec::{
@@ -698,6 +698,61 @@ pub fn commands() -> Vec<Command> {
             message: "HA state is disabled now: its failed starts are forgotten".into(),
             now,
         },
+        // Encoding v2: a migration between two nodes of PVE cluster alpha, recorded and closed.
+        Command::RegisterHost {
+            id: 10,
+            name: "pve-c".into(),
+            labels: [(PVE_CLUSTER_LABEL.to_string(), "alpha".to_string())].into(),
+            capacity: Capacity {
+                cpus: 16,
+                memory_mib: 65_536,
+            },
+            now,
+        },
+        Command::SetHostState {
+            id: 10,
+            state: HostState::Online,
+            now,
+        },
+        Command::RegisterHost {
+            id: 11,
+            name: "pve-d".into(),
+            labels: [(PVE_CLUSTER_LABEL.to_string(), "alpha".to_string())].into(),
+            capacity: Capacity {
+                cpus: 16,
+                memory_mib: 65_536,
+            },
+            now,
+        },
+        Command::SetHostState {
+            id: 11,
+            state: HostState::Online,
+            now,
+        },
+        Command::apply_vm(VmSpec::new("mig", 512), now),
+        Command::ScheduleVm {
+            name: "mig".into(),
+            host: Some(10),
+            expected: None,
+            now,
+        },
+        Command::AllocateVmid {
+            vm: "mig".into(),
+            avoid: Vec::new(),
+            now,
+        },
+        Command::StartMigration {
+            name: "mig".into(),
+            to: 11,
+            reason: "asked by an operator".into(),
+            now,
+        },
+        Command::EndMigration {
+            name: "mig".into(),
+            node: Some("pve-d".into()),
+            message: "running on pve-d".into(),
+            now,
+        },
         // Encoding v2: the fleet's HA defaults.
         Command::ApplySettings {
             settings: Settings {
@@ -856,6 +911,15 @@ fn heartbeat_ack() -> HeartbeatAck {
                         description: "x".into(),
                         vmstate: false,
                     },
+                }),
+            },
+            // Encoding v2 (a v1 agent is never sent one).
+            AgentCommand {
+                id: "m1".into(),
+                op: Op::Migrate(protocol::agent::MigrateOp {
+                    name: "web".into(),
+                    vmid: 1001,
+                    target: "pve-b".into(),
                 }),
             },
         ],
@@ -1078,6 +1142,18 @@ fn wire_samples(out: &mut Vec<Golden>) {
         admin::VmListReply {
             vms: view.vms.clone(),
             recoveries: Default::default(),
+            migrations: [(
+                "web".to_string(),
+                protocol::fleet::Migration {
+                    from_host: 3,
+                    from_node: "pve-a".into(),
+                    to_host: 9,
+                    to_node: "pve-b".into(),
+                    reason: "asked by an operator".into(),
+                    since: 1_700_000_000_000,
+                },
+            )]
+            .into(),
         },
     );
     rpc(
@@ -1325,6 +1401,19 @@ fn wire_samples(out: &mut Vec<Golden>) {
             host: "pve-a".into(),
         },
         admin::VipMoveReply { owner: 3, epoch: 3 },
+    );
+    rpc(
+        out,
+        admin::VmMigrate {
+            name: "web".into(),
+            to: Some("pve-b".into()),
+        },
+        admin::VmMigrateReply {
+            from: "pve-a".into(),
+            to: "pve-b".into(),
+            chosen: String::new(),
+            since_event_seq: 41,
+        },
     );
     let claims = vec![
         protocol::agent::VipClaim {

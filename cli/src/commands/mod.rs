@@ -11,6 +11,7 @@ mod demo;
 mod events;
 mod host;
 mod member;
+mod migrate;
 mod pool;
 mod range;
 mod session;

@@ -1,8 +1,8 @@
 //! `pvefleet vm ...`: VMs by name. `apply` reads a file of VM specs, checks every one locally (the
 //! first bad field is named with its value and what is allowed) and only then sends them, one
 //! `VmApply` each; with `--wait` it then follows them to their desired state. `explain` shows
-//! the scheduler's view, `start|stop` change the desired power state, and `restart` and
-//! `snapshot ...` run on the VM's agent.
+//! the scheduler's view, `start|stop` change the desired power state, `restart` and
+//! `snapshot ...` run on the VM's agent, and `migrate` moves it ([`super::migrate`]).
 //!
 //! A restart or a snapshot can take minutes on its host: those calls get a timeout of at least
 //! the leader's own wait, after a quick check with the usual `--timeout` that the cluster
@@ -64,6 +64,7 @@ pub(crate) async fn run(session: &mut Session<'_>, command: &VmCommand) -> Resul
         VmCommand::Start { name } => power(session, name, VmPowerAction::Start).await,
         VmCommand::Stop { name } => power(session, name, VmPowerAction::Stop).await,
         VmCommand::Restart { name } => power(session, name, VmPowerAction::Restart).await,
+        VmCommand::Migrate(args) => super::migrate::run(session, args).await,
         VmCommand::Snapshot(c) => snapshot(session, c).await,
         VmCommand::Delete { name } => {
             let reply = session

@@ -47,11 +47,16 @@ impl Render for VmListReply {
         }
         let mut t = Table::new(&["NAME", "HOST", "VMID", "STATE", "HA", "IPS", "AGE"]);
         for vm in &self.vms {
-            // A VM being recovered from a fenced host says so until it settled.
-            let state = match self.recoveries.get(&vm.spec.name) {
-                Some(r) if r.is_waiting() => "recovering (waiting)".to_string(),
-                Some(_) => "recovering".to_string(),
-                None => phase(vm),
+            // A VM being recovered from a fenced host says so until it settled; one being
+            // moved, until its agent reported the move.
+            let state = match (
+                self.recoveries.get(&vm.spec.name),
+                self.migrations.get(&vm.spec.name),
+            ) {
+                (Some(r), _) if r.is_waiting() => "recovering (waiting)".to_string(),
+                (Some(_), _) => "recovering".to_string(),
+                (None, Some(m)) => format!("migrating to {}", m.to_node),
+                (None, None) => phase(vm),
             };
             t.row(vec![
                 vm.spec.name.clone(),

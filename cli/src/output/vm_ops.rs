@@ -1,7 +1,8 @@
-//! What the operations on running VMs print: `vm start|stop|restart` (what the fleet does now)
-//! and `vm snapshot create|ls|rollback|delete` (what was done, then the VM's snapshots).
+//! What the operations on running VMs print: `vm start|stop|restart` (what the fleet does now),
+//! `vm snapshot create|ls|rollback|delete` (what was done, then the VM's snapshots) and
+//! `vm migrate` (the move recorded).
 
-use protocol::admin::{VmPowerReply, VmSnapshotReply};
+use protocol::admin::{VmMigrateReply, VmPowerReply, VmSnapshotReply};
 use serde::Serialize;
 
 use super::human::age;
@@ -54,5 +55,18 @@ pub struct SnapshotChanged {
 impl Render for SnapshotChanged {
     fn table(&self, ctx: &Context) -> String {
         format!("{}\n\n{}", self.done, self.reply.table(ctx))
+    }
+}
+
+impl Render for VmMigrateReply {
+    fn table(&self, _ctx: &Context) -> String {
+        if self.chosen.is_empty() {
+            format!("migrating from {} to {}\n", self.from, self.to)
+        } else {
+            format!(
+                "migrating from {} to {} ({})\n",
+                self.from, self.to, self.chosen
+            )
+        }
     }
 }

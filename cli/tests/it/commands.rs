@@ -135,6 +135,7 @@ async fn reads_are_linearizable_unless_stale_is_asked_for() {
             Ok(VmListReply {
                 vms: Vec::new(),
                 recoveries: Default::default(),
+                migrations: Default::default(),
             })
         }
     });

@@ -48,6 +48,7 @@ fn member(pki: &Pki, list: fn(usize) -> Vec<VmRecord>) -> FakeMember {
             Ok(VmListReply {
                 vms,
                 recoveries: Default::default(),
+                migrations: Default::default(),
             })
         }
     });

@@ -14,6 +14,7 @@ fn vm_list_shows_hosts_by_name_and_sizes_and_ages_in_human_units() {
     let list = VmListReply {
         vms: vec![db_1(), web_1()],
         recoveries: Default::default(),
+        migrations: Default::default(),
     };
     assert_eq!(
         table(&list),
@@ -288,10 +289,12 @@ fn empty_lists_say_how_to_add_the_first_entry_and_stay_valid_json() {
             table(&VmListReply {
                 vms: vec![],
                 recoveries: Default::default(),
+                migrations: Default::default(),
             }),
             json_of(&VmListReply {
                 vms: vec![],
                 recoveries: Default::default(),
+                migrations: Default::default(),
             }),
             "pvefleet vm apply -f FILE",
         ),

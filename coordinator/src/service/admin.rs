@@ -14,7 +14,7 @@ use protocol::admin::{
     TokenList, TokenRevoke, VipApply, VipDelete, VipList, VmApply, VmDelete, VmGet, VmList,
     VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
-use protocol::admin::{HostStatus, VipMove, VipStatus, VmExplain, VmPower, VmSnapshot};
+use protocol::admin::{HostStatus, VipMove, VipStatus, VmExplain, VmMigrate, VmPower, VmSnapshot};
 use protocol::fleet::UnixMillis;
 use protocol::join::JoinRequest;
 use transport::{Caller, RemoteError, Router, Rpc, Service};
@@ -158,6 +158,13 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         ctx.on_leader(&caller, req, |r| {
             let ctx = Arc::clone(&ctx);
             async move { ctx.vm_snapshot(&r).await }
+        })
+        .await
+    });
+    custom::<VmMigrate, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.vm_migrate(&r).await }
         })
         .await
     });

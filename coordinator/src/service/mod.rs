@@ -21,6 +21,7 @@ pub(crate) mod agent;
 pub(crate) mod errors;
 pub(crate) mod join;
 pub(crate) mod members;
+pub(crate) mod migrate;
 pub(crate) mod ops;
 pub(crate) mod reads;
 pub(crate) mod renew;

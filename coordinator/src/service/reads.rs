@@ -37,6 +37,7 @@ pub(crate) fn vm_list(s: &FleetState, _: &VmList) -> Result<VmListReply, RemoteE
     Ok(VmListReply {
         vms: s.vms().values().cloned().collect(),
         recoveries: s.recoveries().clone(),
+        migrations: s.migrations().clone(),
     })
 }
 

@@ -65,6 +65,15 @@ pub enum Action {
         /// The failure.
         message: String,
     },
+    /// Close the VM's migration with what its source agent reported.
+    EndMigration {
+        /// The VM.
+        vm: String,
+        /// The PVE node the agent saw it on after the move (`None`: it failed).
+        node: Option<String>,
+        /// What happened.
+        message: String,
+    },
     /// Queue a command for the VM's host.
     Send {
         /// The host.
@@ -87,7 +96,8 @@ impl Action {
             | Action::ReleaseStaleIps { vm }
             | Action::Event { vm, .. }
             | Action::Release { vm }
-            | Action::HaStartFailed { vm, .. } => vm,
+            | Action::HaStartFailed { vm, .. }
+            | Action::EndMigration { vm, .. } => vm,
             Action::Send { op, .. } => op.vm_name(),
         }
     }
@@ -125,6 +135,12 @@ impl Action {
             Action::HaStartFailed { host, message, .. } => Command::HaStartFailed {
                 name: vm,
                 host: *host,
+                message: message.clone(),
+                now,
+            },
+            Action::EndMigration { node, message, .. } => Command::EndMigration {
+                name: vm,
+                node: node.clone(),
                 message: message.clone(),
                 now,
             },

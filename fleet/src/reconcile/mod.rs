@@ -7,6 +7,7 @@
 //!  VM record ─ not placed ─▶ place (scheduler) ─▶ Schedule + allocate VMID, IPs   │ Pending + Warning
 //!           ─ placed, ids ─▶ host reporting, nothing in flight, not backing off
 //!                              ─▶ Ensure if generation unseen │ inventory contradicts │ resync due
+//!           ─ migrating ────▶ Migrate on its source host (nothing else until the result)
 //!           ─ deleting ─────▶ Delete on its host │ Release when it never got a host or VMID
 //!  result ─▶ status (phase, conditions, ips) if it differs, events on transitions, back-off
 //! ```
@@ -18,6 +19,7 @@ mod action;
 mod delete;
 mod ensure;
 mod inputs;
+mod migrate;
 mod place;
 mod stale;
 pub mod status;
@@ -74,6 +76,11 @@ pub fn plan(
         }
         // PVE HA's `error`: no retry until the operator changes the VM's HA state.
         if state.ha_error(&rec.spec.name).is_some() {
+            continue;
+        }
+        // A VM being moved gets the move and nothing else.
+        if let Some(m) = state.migration(&rec.spec.name) {
+            migrate::plan_migration(rec, m, live, inflight, policy, now, &mut actions);
             continue;
         }
         ensure::plan_ensure(

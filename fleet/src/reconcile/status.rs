@@ -59,6 +59,18 @@ pub fn on_result(
         return Reaction { actions, memory };
     }
     match (meta.kind, outcome) {
+        ("migrate", Ok(CommandOutput::Migrated { node, running })) => {
+            actions.push(Action::EndMigration {
+                vm: meta.vm.clone(),
+                node: Some(node.clone()),
+                message: format!("{} on {node}", if *running { "running" } else { "stopped" }),
+            });
+        }
+        ("migrate", Err(f)) => actions.push(Action::EndMigration {
+            vm: meta.vm.clone(),
+            node: None,
+            message: format!("at step {}: {}", f.step, f.message),
+        }),
         ("delete", Ok(_)) => actions.push(Action::Release {
             vm: meta.vm.clone(),
         }),

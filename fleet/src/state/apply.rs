@@ -102,6 +102,18 @@ impl FleetState {
             Command::RemoveMember { id, now } => self.remove_member(id, now),
             Command::PutSettings { settings, now } => self.put_settings(settings.into(), now),
             Command::ApplySettings { settings, now } => self.put_settings(settings, now),
+            Command::StartMigration {
+                name,
+                to,
+                reason,
+                now,
+            } => self.start_migration(&name, to, &reason, now),
+            Command::EndMigration {
+                name,
+                node,
+                message,
+                now,
+            } => self.end_migration(&name, node.as_deref(), &message, now),
             Command::RecordEvent {
                 level,
                 kind,

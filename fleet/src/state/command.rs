@@ -19,8 +19,8 @@ use protocol::spec::{
     VmidRangeSpec,
 };
 use protocol::version::{
-    ADMINS, HA_DEFAULTS, HA_SETTINGS, HOST_LIVENESS, OLDEST, RECOVERY, VIP_HOLDING, Version,
-    VersionRange,
+    ADMINS, HA_DEFAULTS, HA_SETTINGS, HOST_LIVENESS, MIGRATION, OLDEST, RECOVERY, VIP_HOLDING,
+    Version, VersionRange,
 };
 use serde::{Deserialize, Serialize};
 
@@ -452,6 +452,31 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// Record that VM `name` moves to host `to` (v2): refused unless the VM is placed on an
+    /// online host, idle, and `to` is another online node of the same PVE cluster.
+    StartMigration {
+        /// The VM.
+        name: String,
+        /// The target host.
+        to: NodeId,
+        /// Who asked (the event says it).
+        reason: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Close VM `name`'s migration (v2) with what its source agent reported: `node`, the PVE
+    /// node it saw the VM on (`None`: the move failed). Only the target node makes the
+    /// migration's target the VM's host.
+    EndMigration {
+        /// The VM.
+        name: String,
+        /// Where the agent saw the VM after the move.
+        node: Option<String>,
+        /// What happened (the event; PVE's task log tail on a failure).
+        message: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
@@ -539,6 +564,7 @@ impl Command {
             | Command::HaGiveUp { .. }
             | Command::HaClearFailures { .. } => RECOVERY,
             Command::ApplySettings { .. } => HA_DEFAULTS,
+            Command::StartMigration { .. } | Command::EndMigration { .. } => MIGRATION,
         }
     }
 
@@ -591,6 +617,8 @@ impl Command {
             Command::HaGiveUp { .. } => "HaGiveUp",
             Command::HaClearFailures { .. } => "HaClearFailures",
             Command::ApplySettings { .. } => "ApplySettings",
+            Command::StartMigration { .. } => "StartMigration",
+            Command::EndMigration { .. } => "EndMigration",
         }
     }
 }

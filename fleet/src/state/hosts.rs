@@ -199,6 +199,9 @@ impl FleetState {
         };
         self.events
             .push(now, level, EventKind::Host, subject, message);
+        if matches!(state, HostState::Fenced | HostState::Removed) {
+            self.abandon_migrations_from(id, state, now);
+        }
     }
 
     pub(super) fn add_member(

@@ -20,6 +20,7 @@ mod command;
 mod events;
 mod hosts;
 mod ips;
+mod migrations;
 mod recoveries;
 mod snapshot_v1;
 mod start_failures;
@@ -82,6 +83,7 @@ pub struct FleetState {
     admin_renewal_ms: u64,
     recoveries: BTreeMap<String, protocol::fleet::Recovery>,
     start_failures: BTreeMap<String, protocol::fleet::StartFailures>,
+    migrations: BTreeMap<String, protocol::fleet::Migration>,
 }
 
 impl FleetState {

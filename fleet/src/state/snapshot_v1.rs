@@ -62,7 +62,10 @@ struct Owned {
 /// VM or the settings use a field v1 cannot carry (never the case at cluster version v1, where only v1
 /// commands apply).
 pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
-    if !state.recoveries.is_empty() || !state.start_failures.is_empty() {
+    if !state.recoveries.is_empty()
+        || !state.start_failures.is_empty()
+        || !state.migrations.is_empty()
+    {
         return None;
     }
     let vms = state
@@ -136,6 +139,7 @@ impl From<SnapshotV1> for FleetState {
             admin_renewal_ms: 0,
             recoveries: BTreeMap::new(),
             start_failures: BTreeMap::new(),
+            migrations: BTreeMap::new(),
         }
     }
 }

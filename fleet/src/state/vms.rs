@@ -281,6 +281,7 @@ impl FleetState {
         self.vms.remove(name);
         self.recoveries.remove(name);
         self.start_failures.remove(name);
+        self.migrations.remove(name);
         let what = if released.is_empty() {
             "nothing".to_string()
         } else {

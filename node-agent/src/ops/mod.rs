@@ -19,6 +19,7 @@ pub mod desired;
 mod ensure;
 mod failure;
 pub mod hotplug;
+mod migrate;
 pub mod notes;
 mod observe;
 mod ownership;
@@ -33,7 +34,7 @@ mod timeouts;
 mod vm_ops;
 
 use protocol::agent::{
-    CommandFailure, DeleteVm, EnsureVm, PowerOp, SnapshotInfo, SnapshotOp, VmObservation,
+    CommandFailure, DeleteVm, EnsureVm, MigrateOp, PowerOp, SnapshotInfo, SnapshotOp, VmObservation,
 };
 
 pub use snippets::{FsSnippetWriter, SimSnippetWriter, SnippetError, SnippetWriter};
@@ -55,6 +56,12 @@ impl VmOps {
     /// Runs a power action.
     pub async fn power(&self, cmd: &PowerOp) -> Result<VmObservation, CommandFailure> {
         power::power(self, cmd).await
+    }
+
+    /// Moves the VM to another node of the PVE cluster; answers the node it is on after the
+    /// move and whether it runs there.
+    pub async fn migrate(&self, cmd: &MigrateOp) -> Result<(String, bool), CommandFailure> {
+        migrate::migrate(self, cmd).await
     }
 
     /// Runs a snapshot action; answers the snapshots after it.

@@ -7,7 +7,7 @@ use super::{
     HostList, HostStatus, MemberList, MemberPromote, MemberRemove, MemberReportVersions, PoolApply,
     PoolDelete, PoolList, ReleaseIp, SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke,
     VipApply, VipDelete, VipList, VipMove, VipStatus, VmApply, VmDelete, VmExplain, VmGet, VmList,
-    VmPower, VmSnapshot, VmidRangeApply, VmidRangeDelete, VmidRangeList,
+    VmMigrate, VmPower, VmSnapshot, VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
 use crate::Rpc;
 
@@ -51,4 +51,5 @@ pub const METHODS: &[&str] = &[
     <HostStatus as Rpc>::METHOD,
     <VipStatus as Rpc>::METHOD,
     <VipMove as Rpc>::METHOD,
+    <VmMigrate as Rpc>::METHOD,
 ];

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ApplyOutcome, ReadMode};
 use crate::encoding::{self, EncodingError};
-use crate::fleet::{Recovery, VmRecord, VmRecordV1};
+use crate::fleet::{Migration, Recovery, VmRecord, VmRecordV1};
 use crate::rpc::Rpc;
 use crate::spec::{VmSpec, VmSpecV1};
 use crate::version::{HA_SETTINGS, Version};
@@ -74,6 +74,9 @@ pub struct VmListReply {
     /// The recoveries from fenced hosts under way, by VM name (v2; empty at v1).
     #[serde(default)]
     pub recoveries: BTreeMap<String, Recovery>,
+    /// The migrations under way, by VM name (v2; empty at v1).
+    #[serde(default)]
+    pub migrations: BTreeMap<String, Migration>,
 }
 
 impl Rpc for VmList {
@@ -100,6 +103,7 @@ impl Rpc for VmList {
         Ok(VmListReply {
             vms: vms.into_iter().map(VmRecord::from).collect(),
             recoveries: BTreeMap::new(),
+            migrations: BTreeMap::new(),
         })
     }
 }

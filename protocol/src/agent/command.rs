@@ -34,6 +34,8 @@ pub enum Op {
     Power(PowerOp),
     /// A snapshot action.
     Snapshot(SnapshotOp),
+    /// Move the VM to another node of this host's PVE cluster (encoding v2).
+    Migrate(MigrateOp),
 }
 
 impl Op {
@@ -44,6 +46,7 @@ impl Op {
             Op::Delete(_) => "delete",
             Op::Power(_) => "power",
             Op::Snapshot(_) => "snapshot",
+            Op::Migrate(_) => "migrate",
         }
     }
 
@@ -54,8 +57,23 @@ impl Op {
             Op::Delete(d) => &d.name,
             Op::Power(p) => &p.name,
             Op::Snapshot(s) => &s.name,
+            Op::Migrate(m) => &m.name,
         }
     }
+}
+
+/// Move a VM of this host to another node of its PVE cluster with PVE's migration: live
+/// (`online`) when it runs, its local disks copied (`with-local-disks`). Idempotent: a VM
+/// already on the target node is a success, so a command re-sent by a new leader after the
+/// move finished reports it again instead of failing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigrateOp {
+    /// The VM's fleet name.
+    pub name: String,
+    /// Its VMID.
+    pub vmid: u32,
+    /// The PVE node it goes to.
+    pub target: String,
 }
 
 /// Make a VM exist on this host as its spec says.
@@ -192,6 +210,13 @@ pub enum CommandOutput {
     },
     /// The snapshots after a snapshot action.
     Snapshots(Vec<SnapshotInfo>),
+    /// The VM after a migration: on `node` (the target), running or not.
+    Migrated {
+        /// The PVE node it is on now.
+        node: String,
+        /// It runs there.
+        running: bool,
+    },
 }
 
 /// A fleet VM as an agent found it after acting on it.

@@ -85,11 +85,12 @@ impl AgentCommandV1 {
                 return None;
             }
         }
-        Some(AgentCommandV1::shown(cmd))
+        AgentCommandV1::shown(cmd)
     }
 
-    /// What a v1 agent acts on ([`VmSpecV1::shown`]).
-    pub fn shown(cmd: &AgentCommand) -> AgentCommandV1 {
+    /// What a v1 agent acts on ([`VmSpecV1::shown`]); `None` for a command v1 does not have
+    /// (a migration: a v1 agent is never sent one, and the move waits for its upgrade).
+    pub fn shown(cmd: &AgentCommand) -> Option<AgentCommandV1> {
         let op = match &cmd.op {
             Op::Ensure(e) => OpV1::Ensure(Box::new(EnsureVmV1 {
                 spec: VmSpecV1::shown(&e.spec),
@@ -102,10 +103,11 @@ impl AgentCommandV1 {
             Op::Delete(d) => OpV1::Delete(d.clone()),
             Op::Power(p) => OpV1::Power(p.clone()),
             Op::Snapshot(s) => OpV1::Snapshot(s.clone()),
+            Op::Migrate(_) => return None,
         };
-        AgentCommandV1 {
+        Some(AgentCommandV1 {
             id: cmd.id.clone(),
             op,
-        }
+        })
     }
 }

@@ -80,7 +80,11 @@ impl HeartbeatAckV1 {
             lease_ms: ack.lease_ms,
             need_inventory: ack.need_inventory,
             acked_results: ack.acked_results.clone(),
-            commands: ack.commands.iter().map(AgentCommandV1::shown).collect(),
+            commands: ack
+                .commands
+                .iter()
+                .filter_map(AgentCommandV1::shown)
+                .collect(),
         }
     }
 }

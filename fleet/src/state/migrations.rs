@@ -1,0 +1,185 @@
+//! Migrations (encoding v2): [`Command::StartMigration`] records that a VM moves to another
+//! node of its PVE cluster, [`Command::EndMigration`] records the outcome its source agent
+//! reported. While one is recorded the reconciler sends the VM nothing but the move.
+//!
+//! What is enforced here, whatever the proposer believes: a migration starts only from the
+//! VM's host while that host is online (its agent carries the move out; a host that may be
+//! down is recovery's business, never a migration's), to another online host of the same PVE
+//! cluster, for a VM that is placed, not being deleted, and not already moving or being
+//! recovered. The VM's host changes only when the source agent reported the VM on the target
+//! node, so the fleet never names a host the VM is not on.
+//!
+//! [`Command::StartMigration`]: super::Command::StartMigration
+//! [`Command::EndMigration`]: super::Command::EndMigration
+
+use std::collections::BTreeMap;
+
+use protocol::NodeId;
+use protocol::fleet::{EventKind, EventLevel, HostState, Migration, PVE_CLUSTER_LABEL, UnixMillis};
+
+use super::vms::not_found;
+use super::{CommandReply, FleetState, StateError};
+
+impl FleetState {
+    /// The migrations under way, by VM name.
+    pub fn migrations(&self) -> &BTreeMap<String, Migration> {
+        &self.migrations
+    }
+
+    /// The migration of VM `name`, if one is under way.
+    pub fn migration(&self, name: &str) -> Option<&Migration> {
+        self.migrations.get(name)
+    }
+
+    /// Records that VM `name` moves to host `to`, asked by `reason`.
+    pub(super) fn start_migration(
+        &mut self,
+        name: &str,
+        to: NodeId,
+        reason: &str,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        let rec = self
+            .vms
+            .get(name)
+            .ok_or_else(|| not_found(EventKind::Vm, name))?;
+        let conflict = |why: String| Err(StateError::Conflict(format!("VM {name:?} {why}")));
+        if rec.deleting {
+            return conflict("is being deleted".into());
+        }
+        if let Some(m) = self.migrations.get(name) {
+            return conflict(format!(
+                "is already moving from {} to {}",
+                m.from_node, m.to_node
+            ));
+        }
+        if self.recoveries.contains_key(name) {
+            return conflict("is being recovered from a fenced host".into());
+        }
+        let Some(from) = rec.assignment.host else {
+            return conflict("is not placed on a host yet".into());
+        };
+        if rec.assignment.vmid.is_none() {
+            return conflict("has no VMID yet (it is not created)".into());
+        }
+        let from_host = self
+            .hosts
+            .get(&from)
+            .ok_or_else(|| not_found(EventKind::Host, from.to_string()))?;
+        if from_host.state != HostState::Online {
+            return conflict(format!(
+                "is on host {}, which is {}: only a VM of an online host is migrated (its agent \
+                 moves it)",
+                from_host.name, from_host.state
+            ));
+        }
+        let to_host = self
+            .hosts
+            .get(&to)
+            .ok_or_else(|| not_found(EventKind::Host, to.to_string()))?;
+        if to == from {
+            return conflict(format!("is on {} already", to_host.name));
+        }
+        if to_host.state != HostState::Online {
+            return conflict(format!(
+                "cannot move to host {}, which is {}, not online",
+                to_host.name, to_host.state
+            ));
+        }
+        let cluster = from_host.labels.get(PVE_CLUSTER_LABEL);
+        if cluster.is_none() || to_host.labels.get(PVE_CLUSTER_LABEL) != cluster {
+            return conflict(format!(
+                "cannot move from {} to {}: a migration stays within one PVE cluster ({} is {})",
+                from_host.name,
+                to_host.name,
+                from_host.name,
+                cluster.map_or_else(|| "a standalone node".to_string(), |c| format!("in {c}"))
+            ));
+        }
+        let entry = Migration {
+            from_host: from,
+            from_node: from_host.name.clone(),
+            to_host: to,
+            to_node: to_host.name.clone(),
+            reason: reason.to_string(),
+            since: now,
+        };
+        let text = format!(
+            "migrating from {} to {} ({reason})",
+            entry.from_node, entry.to_node
+        );
+        self.migrations.insert(name.to_string(), entry);
+        self.info(now, EventKind::Vm, name, text);
+        Ok(CommandReply::Done)
+    }
+
+    /// Ends the migrations whose source host `id` became `state` (fenced or removed): its
+    /// agent will not report, and the VM is the recovery's now.
+    pub(super) fn abandon_migrations_from(
+        &mut self,
+        id: NodeId,
+        state: HostState,
+        now: UnixMillis,
+    ) {
+        let names: Vec<String> = self
+            .migrations
+            .iter()
+            .filter(|(_, m)| m.from_host == id)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in names {
+            if let Some(m) = self.migrations.remove(&name) {
+                self.events.push(
+                    now,
+                    EventLevel::Warning,
+                    EventKind::Vm,
+                    name,
+                    format!(
+                        "migration from {} to {} abandoned: {} is {state}",
+                        m.from_node, m.to_node, m.from_node
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Closes VM `name`'s migration: seen on the target node (`node`), the target becomes its
+    /// host; otherwise it stays where it is. `message` is the event.
+    pub(super) fn end_migration(
+        &mut self,
+        name: &str,
+        node: Option<&str>,
+        message: &str,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        let Some(m) = self.migrations.remove(name) else {
+            return Ok(CommandReply::Done);
+        };
+        let to = m.to_host;
+        if node == Some(m.to_node.as_str()) {
+            if let Some(rec) = self.vms.get_mut(name) {
+                rec.assignment.host = Some(to);
+                rec.status.current_host = Some(to);
+                rec.status.updated_at = now;
+            }
+            self.info(
+                now,
+                EventKind::Vm,
+                name,
+                format!("migrated from {} to {}: {message}", m.from_node, m.to_node),
+            );
+        } else {
+            self.events.push(
+                now,
+                EventLevel::Warning,
+                EventKind::Vm,
+                name,
+                format!(
+                    "migration from {} to {} failed, it stays on {}: {message}",
+                    m.from_node, m.to_node, m.from_node
+                ),
+            );
+        }
+        Ok(CommandReply::Done)
+    }
+}

@@ -1,0 +1,27 @@
+//! A move of a running (or stopped) VM to another node of its PVE cluster, as the leader
+//! records it (encoding v2): asked by an operator (`pvefleet vm migrate`), carried out by the
+//! agent of the source host through PVE's own migration (live for a running guest, its local
+//! disks copied), and over when that agent reports the outcome. While it is under way the
+//! fleet sends the VM nothing else, so no ensure races the move.
+
+use serde::{Deserialize, Serialize};
+
+use super::UnixMillis;
+use crate::identity::NodeId;
+
+/// A VM being moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Migration {
+    /// The host it runs on.
+    pub from_host: NodeId,
+    /// That host's PVE node name.
+    pub from_node: String,
+    /// The host it goes to (a node of the same PVE cluster).
+    pub to_host: NodeId,
+    /// That host's PVE node name (PVE's `target`).
+    pub to_node: String,
+    /// Who asked, and why (`operator`, the admin's name).
+    pub reason: String,
+    /// When it was asked.
+    pub since: UnixMillis,
+}

@@ -1,0 +1,190 @@
+//! `vm migrate` end to end, every part a real process: three coordinators, two agents on the
+//! nodes of ONE simulated PVE cluster. A running VM with a local disk and one on shared
+//! storage are moved with PVE's migration (live, local disks copied): same VMID, running on
+//! the target, the fleet's host following only once the source agent reported the move, and
+//! never two running copies (sampled from the simulator while the move runs). A move PVE
+//! fails leaves the VM where it was, running, and `--wait` exits non-zero with PVE's reason.
+//! What cannot move is refused naming why.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
+
+use std::collections::BTreeMap;
+use std::process::Output;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use protocol::fleet::VmPhase;
+use protocol::spec::{DiskOptions, DiskSpec, VmSpec};
+use pvefleet_tests::fleet::{Fleet, HostOptions, PveAccess, PveClusterOptions, SimControl};
+
+const NODES: [&str; 2] = ["pve-m1", "pve-m2"];
+
+fn vm(name: &str, storage: &str) -> VmSpec {
+    let mut spec = VmSpec::new(name, 512);
+    spec.disks = vec![DiskSpec {
+        slot: "scsi0".into(),
+        storage: Some(storage.into()),
+        size_gib: 4,
+        options: DiskOptions::default(),
+    }];
+    spec
+}
+
+/// Nodes running each VM, per the simulator.
+fn running_in_pve(fleet: &Fleet, control: &SimControl) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for vm in fleet.block_on(control.vms()).unwrap() {
+        if vm.running && !vm.template {
+            out.entry(vm.name.unwrap_or_default())
+                .or_default()
+                .push(vm.node);
+        }
+    }
+    out
+}
+
+fn host_name_of(fleet: &Fleet, vm: &str) -> String {
+    let vms = fleet.vms().unwrap();
+    let id = vms
+        .iter()
+        .find(|v| v.spec.name == vm)
+        .and_then(|v| v.assignment.host)
+        .unwrap();
+    let hosts = fleet.cluster.cli_json(&["host", "ls"]);
+    hosts["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["host"]["id"] == id)
+        .and_then(|h| h["host"]["name"].as_str())
+        .unwrap()
+        .to_string()
+}
+
+/// Runs `pvefleet vm migrate ... --wait` in a thread while the simulator is sampled: at most
+/// one running copy of `name` at any time.
+fn migrate_sampled(fleet: &Fleet, control: &SimControl, name: &str, to: &str) -> Output {
+    let program = fleet.cluster.cli_program();
+    let config = fleet.cluster.cli_config.clone();
+    let args = vec![
+        "--config".to_string(),
+        config.display().to_string(),
+        "vm".into(),
+        "migrate".into(),
+        name.into(),
+        "--to".into(),
+        to.into(),
+        "--wait".into(),
+        "--wait-timeout".into(),
+        "2m".into(),
+    ];
+    let child = thread::spawn(move || {
+        std::process::Command::new(program)
+            .args(&args)
+            .output()
+            .unwrap()
+    });
+    let started = Instant::now();
+    while !child.is_finished() {
+        assert!(
+            started.elapsed() < Duration::from_secs(150),
+            "migrate hangs"
+        );
+        let pve = running_in_pve(fleet, control);
+        let copies = pve.get(name).map_or(0, Vec::len);
+        assert!(copies <= 1, "{name} runs on {:?}", pve.get(name));
+        thread::sleep(Duration::from_millis(50));
+    }
+    child.join().unwrap()
+}
+
+#[test]
+fn running_vms_move_live_within_their_pve_cluster_and_a_failed_move_leaves_them_running() {
+    let mut fleet = Fleet::start(3);
+    fleet.add_pve_cluster(&PveClusterOptions::new("alpha", NODES));
+    for node in NODES {
+        fleet.add_host(HostOptions::new(node, PveAccess::Https).in_pve_cluster("alpha"));
+    }
+    fleet.apply_resources();
+    fleet.apply_vms(&[
+        vm("local-1", "local-lvm"),
+        vm("shared-1", lab::pve_cluster::SHARED_STORAGE),
+    ]);
+    fleet.wait_vms("both running", Duration::from_secs(120), |v| {
+        v.len() == 2 && v.iter().all(|v| v.status.phase == VmPhase::Running)
+    });
+    let control = fleet.pve_control("alpha");
+    let vmids: BTreeMap<String, u32> = fleet
+        .vms()
+        .unwrap()
+        .iter()
+        .map(|v| (v.spec.name.clone(), v.assignment.vmid.unwrap()))
+        .collect();
+
+    for name in ["local-1", "shared-1"] {
+        let from = host_name_of(&fleet, name);
+        let to = NODES.iter().find(|n| **n != from).unwrap().to_string();
+        let out = migrate_sampled(&fleet, &control, name, &to);
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!("migrated from {from} to {to}")),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // PVE: on the target, running, same VMID; the fleet: the target is its host.
+        let pve = running_in_pve(&fleet, &control);
+        assert_eq!(pve.get(name), Some(&vec![to.clone()]), "{pve:?}");
+        let moved = fleet
+            .block_on(control.vms())
+            .unwrap()
+            .into_iter()
+            .find(|v| v.name.as_deref() == Some(name))
+            .unwrap();
+        assert_eq!(moved.vmid, vmids[name]);
+        assert_eq!(host_name_of(&fleet, name), to);
+    }
+
+    // PVE fails the next migration task: the VM stays where it is, running, and the CLI says
+    // why with PVE's words.
+    let from = host_name_of(&fleet, "local-1");
+    let to = NODES.iter().find(|n| **n != from).unwrap().to_string();
+    fleet
+        .block_on(control.fail_tasks(
+            Some(vmids["local-1"]),
+            "qmigrate",
+            "migration aborted: injected by the test",
+            Some(1),
+        ))
+        .unwrap();
+    let out = migrate_sampled(&fleet, &control, "local-1", &to);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("failed, it stays on") && stderr.contains("injected by the test"),
+        "{stderr}"
+    );
+    assert_eq!(host_name_of(&fleet, "local-1"), from);
+    let pve = running_in_pve(&fleet, &control);
+    assert_eq!(pve.get("local-1"), Some(&vec![from.clone()]), "{pve:?}");
+
+    // What cannot move is refused, naming why.
+    let refused = |args: &[&str], want: &str| {
+        let out = fleet.cluster.cli(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            !out.status.success() && stderr.contains(want),
+            "{args:?}: {stderr}"
+        );
+    };
+    refused(&["vm", "migrate", "local-1", "--to", &from], "is on");
+    refused(
+        &["vm", "migrate", "local-1", "--to", "pve-x"],
+        "is not another node of PVE cluster alpha",
+    );
+    refused(&["vm", "migrate", "nope"], "no VM named");
+}
