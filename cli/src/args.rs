@@ -439,6 +439,38 @@ pub enum HostCommand {
         /// The host's PVE node name.
         name: String,
     },
+    /// Maintenance: `enable` drains the host (its guests move to the other nodes of its PVE
+    /// cluster by live migration, its VIPs are handed over) and keeps it out of scheduling
+    /// and fencing; `disable` brings the guests drained off it back; `status` tells what is
+    /// left.
+    Maintenance(HostMaintenanceArgs),
+}
+
+/// `pvefleet host maintenance`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct HostMaintenanceArgs {
+    /// enable, disable or status.
+    #[arg(value_enum)]
+    pub action: MaintenanceArg,
+    /// The host's PVE node name.
+    pub host: String,
+    /// Then wait until the drain (or the way back) is over, showing what is left on stderr.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long `--wait` waits.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration, requires = "wait")]
+    pub wait_timeout: Duration,
+}
+
+/// What `host maintenance` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MaintenanceArg {
+    /// Into maintenance: drain the host.
+    Enable,
+    /// Out of maintenance: bring its guests back.
+    Disable,
+    /// Where the drain or the way back stands.
+    Status,
 }
 
 /// `pvefleet pool ...`

@@ -8,6 +8,7 @@
 //!                   │ yes (new term: confirm the quorum and catch up the state machine first)
 //!                   ▼
 //!  results ─▶ on_result ─▶ apply ─▶ recovery::plan(state) ─▶ RecoverVm | EndRecovery
+//!          ─▶ maintenance::plan(state) ─▶ StartMigration (drain, back home)
 //!          ─▶ plan(state, live, inflight) ─▶ apply (VMs in parallel, each VM's actions in order)
 //! ```
 
@@ -19,11 +20,12 @@ use tokio_util::sync::CancellationToken;
 use crate::control::{Arrived, Control};
 use crate::leader_ticks::LeaderTicks;
 use crate::service::Ctx;
+use fleet::maintenance;
 use fleet::reconcile::status::{allocation_failed, on_result};
 use fleet::reconcile::{Action, Backoff, Clock, plan};
 use fleet::recovery::{self, RecoveryAction};
 use fleet::state::{FleetState, StateError};
-use protocol::version::RECOVERY;
+use protocol::version::{MIGRATION, RECOVERY};
 
 /// VMs whose actions are applied at the same time (each VM's in order).
 const PARALLEL_VMS: usize = 16;
@@ -63,6 +65,7 @@ impl Reconciler {
             }
         }
         self.recover().await;
+        self.maintain().await;
         let now = control.now();
         let (live, inflight) = control.plan_inputs();
         let policy = control.policy();
@@ -120,6 +123,37 @@ impl Reconciler {
                 }
                 Err(e) => {
                     tracing::debug!(vm = action.vm(), error = %e, "reconciler: recovery not proposed");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Drains the hosts in maintenance and brings their guests back home afterwards (once the
+    /// cluster reads migrations): the decisions of [`maintenance::plan`], one proposal each.
+    /// A refusal is the state moving under the plan: the next pass sees it.
+    async fn maintain(&self) {
+        let now = self.ctx.control.now();
+        let planned = self.ctx.read_local(|s| {
+            (s.cluster_version() >= MIGRATION)
+                .then(|| maintenance::plan(s, self.ctx.control.host_views(s), now.unix_ms))
+        });
+        let commands = match planned {
+            Ok(Some(commands)) => commands,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "reconciler: cannot read the state");
+                return;
+            }
+        };
+        for cmd in commands {
+            match self.ctx.propose_raw(&cmd).await {
+                Ok(Ok(_)) => tracing::info!(command = ?cmd, "maintenance: moving a guest"),
+                Ok(Err(refusal)) => {
+                    tracing::debug!(error = %refusal, "reconciler: maintenance move refused");
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "reconciler: maintenance move not proposed");
                     return;
                 }
             }

@@ -22,6 +22,7 @@
 //!   fleet's filters and the affinity rules).
 //! - [`affinity`]: the groups the affinity rules tie VMs into, for the placers.
 //! - [`migration`]: where an operator's `vm migrate` sends a VM (its PVE cluster, every rule).
+//! - [`maintenance`]: draining a host in maintenance, and bringing its guests back home.
 //! - [`reconcile`]: what to do next for every VM, and what an agent's result means.
 //! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
 //! - [`liveness`]: which silent hosts are unreachable, which are proven fenced (the lease
@@ -32,6 +33,7 @@
 
 pub mod affinity;
 pub mod liveness;
+pub mod maintenance;
 pub mod migration;
 pub mod reconcile;
 pub mod recovery;

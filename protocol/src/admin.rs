@@ -7,6 +7,7 @@
 
 mod admins;
 mod cluster;
+mod maintenance;
 mod members;
 mod methods;
 mod migrate;
@@ -23,6 +24,7 @@ pub use cluster::{
     ClusterStatus, ClusterStatusReply, FleetGet, HostList, HostListReply, MemberList,
     MemberListReply, MemberRemove, MemberStatus, SettingsGet, SettingsPut, SettingsReply,
 };
+pub use maintenance::{GuestLeft, HostMaintenance, HostMaintenanceReply, MaintenanceAction};
 pub use members::{MemberPromote, MemberPromoteReply, MemberReportVersions};
 pub use methods::METHODS;
 pub use migrate::{VmMigrate, VmMigrateReply};

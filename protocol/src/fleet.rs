@@ -31,7 +31,7 @@ pub use cluster::{
 };
 pub use event::{Event, EventKind, EventLevel};
 pub use host_v1::HostV1;
-pub use migration::Migration;
+pub use migration::{Migration, MigrationPurpose};
 pub use recovery::{PVE_CLUSTER_LABEL, Recovery, StartFailures, TakeOver};
 pub use settings_v1::SettingsV1;
 pub use token::{StoredToken, TokenRefusal, TokenView, validate_token_record};

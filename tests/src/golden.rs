@@ -744,13 +744,36 @@ pub fn commands() -> Vec<Command> {
         Command::StartMigration {
             name: "mig".into(),
             to: 11,
-            reason: "asked by an operator".into(),
+            purpose: protocol::fleet::MigrationPurpose::Operator,
             now,
         },
         Command::EndMigration {
             name: "mig".into(),
             node: Some("pve-d".into()),
             message: "running on pve-d".into(),
+            now,
+        },
+        // Maintenance of pve-d: mig is drained back to pve-c (home: pve-d), then it ends.
+        Command::SetMaintenance {
+            id: 11,
+            enable: true,
+            now,
+        },
+        Command::StartMigration {
+            name: "mig".into(),
+            to: 10,
+            purpose: protocol::fleet::MigrationPurpose::Drain,
+            now,
+        },
+        Command::EndMigration {
+            name: "mig".into(),
+            node: Some("pve-c".into()),
+            message: "running on pve-c".into(),
+            now,
+        },
+        Command::SetMaintenance {
+            id: 11,
+            enable: false,
             now,
         },
         // Encoding v2: the fleet's HA defaults.
@@ -1149,7 +1172,7 @@ fn wire_samples(out: &mut Vec<Golden>) {
                     from_node: "pve-a".into(),
                     to_host: 9,
                     to_node: "pve-b".into(),
-                    reason: "asked by an operator".into(),
+                    purpose: protocol::fleet::MigrationPurpose::Operator,
                     since: 1_700_000_000_000,
                 },
             )]
@@ -1413,6 +1436,22 @@ fn wire_samples(out: &mut Vec<Golden>) {
             to: "pve-b".into(),
             chosen: String::new(),
             since_event_seq: 41,
+        },
+    );
+    rpc(
+        out,
+        admin::HostMaintenance {
+            host: "pve-a".into(),
+            action: admin::MaintenanceAction::Enable,
+        },
+        admin::HostMaintenanceReply {
+            host: "pve-a".into(),
+            state: HostState::Maintenance,
+            left: vec![admin::GuestLeft {
+                vm: "web".into(),
+                why: "moving to pve-b".into(),
+            }],
+            away: vec!["db".into()],
         },
     );
     let claims = vec![

@@ -1,5 +1,5 @@
 //! `pvefleet host ls`: every PVE host with its state, capacity and usage; `host show NAME`: one
-//! host with the reason of its state. Usage and the live view are the leader's; with
+//! host with the reason of its state; `host maintenance ...`: [`super::maintenance`]. Usage and the live view are the leader's; with
 //! `--stale`, the answering member's replicated records only (`ls`).
 
 use protocol::admin::{HostList, HostStatus, ReadMode};
@@ -37,5 +37,6 @@ pub(crate) async fn run(session: &mut Session<'_>, command: &HostCommand) -> Res
             };
             session.print(&HostShown(entry))
         }
+        HostCommand::Maintenance(args) => super::maintenance::run(session, args).await,
     }
 }

@@ -10,6 +10,7 @@ mod cluster;
 mod demo;
 mod events;
 mod host;
+mod maintenance;
 mod member;
 mod migrate;
 mod pool;

@@ -1,7 +1,7 @@
 //! `host ls`: every PVE host with its state and capacity, what the VMs assigned to it commit,
 //! and the leader's live view (load, last heartbeat); with `--stale`, the replicated part only.
 
-use protocol::admin::{HostListReply, HostStatusEntry, HostStatusReply};
+use protocol::admin::{HostListReply, HostMaintenanceReply, HostStatusEntry, HostStatusReply};
 use protocol::agent::HostResources;
 use serde::Serialize;
 
@@ -141,6 +141,28 @@ impl Render for HostShown {
         let mut out = String::new();
         for (key, value) in rows {
             out.push_str(&format!("{key:<11} {value}\n"));
+        }
+        out
+    }
+}
+
+impl Render for HostMaintenanceReply {
+    fn table(&self, _ctx: &Context) -> String {
+        let mut out = format!("host {}: {}\n", self.host, self.state);
+        if !self.left.is_empty() {
+            let mut t = Table::new(&["VM", "STILL HERE BECAUSE"]);
+            for g in &self.left {
+                t.row(vec![g.vm.clone(), g.why.clone()]);
+            }
+            out.push_str(&t.render());
+        } else if self.state == protocol::fleet::HostState::Maintenance {
+            out.push_str("no guest left on it\n");
+        }
+        if !self.away.is_empty() {
+            out.push_str(&format!(
+                "drained off it, to come back once it is online: {}\n",
+                self.away.join(", ")
+            ));
         }
         out
     }

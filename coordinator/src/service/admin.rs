@@ -14,7 +14,9 @@ use protocol::admin::{
     TokenList, TokenRevoke, VipApply, VipDelete, VipList, VmApply, VmDelete, VmGet, VmList,
     VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
-use protocol::admin::{HostStatus, VipMove, VipStatus, VmExplain, VmMigrate, VmPower, VmSnapshot};
+use protocol::admin::{
+    HostMaintenance, HostStatus, VipMove, VipStatus, VmExplain, VmMigrate, VmPower, VmSnapshot,
+};
 use protocol::fleet::UnixMillis;
 use protocol::join::JoinRequest;
 use transport::{Caller, RemoteError, Router, Rpc, Service};
@@ -158,6 +160,13 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         ctx.on_leader(&caller, req, |r| {
             let ctx = Arc::clone(&ctx);
             async move { ctx.vm_snapshot(&r).await }
+        })
+        .await
+    });
+    custom::<HostMaintenance, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.host_maintenance(&r).await }
         })
         .await
     });

@@ -28,7 +28,7 @@ impl Ctx {
         let cmd = Command::StartMigration {
             name: req.name.clone(),
             to: target.to,
-            reason: "asked by an operator".into(),
+            purpose: protocol::fleet::MigrationPurpose::Operator,
             now: Now::read().millis,
         };
         self.propose(&cmd).await?;

@@ -105,9 +105,10 @@ impl FleetState {
             Command::StartMigration {
                 name,
                 to,
-                reason,
+                purpose,
                 now,
-            } => self.start_migration(&name, to, &reason, now),
+            } => self.start_migration(&name, to, purpose, now),
+            Command::SetMaintenance { id, enable, now } => self.set_maintenance(id, enable, now),
             Command::EndMigration {
                 name,
                 node,

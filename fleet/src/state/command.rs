@@ -11,8 +11,8 @@ use std::net::IpAddr;
 use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
 use protocol::fleet::{
-    Capacity, EventKind, EventLevel, HostFacts, HostState, Member, NicAddress, Settings,
-    SettingsV1, StoredToken, TokenRefusal, UnixMillis, VmStatus,
+    Capacity, EventKind, EventLevel, HostFacts, HostState, Member, MigrationPurpose, NicAddress,
+    Settings, SettingsV1, StoredToken, TokenRefusal, UnixMillis, VmStatus,
 };
 use protocol::spec::{
     DesiredState, IpPoolSpec, Labels, SpecError, VipSpec, VipSpecV1, VmSpec, VmSpecV1,
@@ -459,8 +459,19 @@ pub enum Command {
         name: String,
         /// The target host.
         to: NodeId,
-        /// Who asked (the event says it).
-        reason: String,
+        /// Why it moves.
+        purpose: MigrationPurpose,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Put host `id` into maintenance (`enable`: refused unless it is online; the fleet then
+    /// drains it) or take it out (refused unless it is in maintenance; its guests go back
+    /// home) (v2).
+    SetMaintenance {
+        /// The host.
+        id: NodeId,
+        /// Into maintenance, or out.
+        enable: bool,
         /// Proposal time.
         now: UnixMillis,
     },
@@ -564,7 +575,9 @@ impl Command {
             | Command::HaGiveUp { .. }
             | Command::HaClearFailures { .. } => RECOVERY,
             Command::ApplySettings { .. } => HA_DEFAULTS,
-            Command::StartMigration { .. } | Command::EndMigration { .. } => MIGRATION,
+            Command::StartMigration { .. }
+            | Command::EndMigration { .. }
+            | Command::SetMaintenance { .. } => MIGRATION,
         }
     }
 
@@ -619,6 +632,7 @@ impl Command {
             Command::ApplySettings { .. } => "ApplySettings",
             Command::StartMigration { .. } => "StartMigration",
             Command::EndMigration { .. } => "EndMigration",
+            Command::SetMaintenance { .. } => "SetMaintenance",
         }
     }
 }

@@ -176,7 +176,13 @@ impl FleetState {
     }
 
     /// Moves a known host to `state` with `reason` and records the event.
-    fn move_host(&mut self, id: NodeId, state: HostState, reason: String, now: UnixMillis) {
+    pub(super) fn move_host(
+        &mut self,
+        id: NodeId,
+        state: HostState,
+        reason: String,
+        now: UnixMillis,
+    ) {
         let Some(host) = self.hosts.get_mut(&id) else {
             return;
         };

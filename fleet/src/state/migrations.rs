@@ -15,7 +15,9 @@
 use std::collections::BTreeMap;
 
 use protocol::NodeId;
-use protocol::fleet::{EventKind, EventLevel, HostState, Migration, PVE_CLUSTER_LABEL, UnixMillis};
+use protocol::fleet::{
+    EventKind, EventLevel, HostState, Migration, MigrationPurpose, PVE_CLUSTER_LABEL, UnixMillis,
+};
 
 use super::vms::not_found;
 use super::{CommandReply, FleetState, StateError};
@@ -31,12 +33,22 @@ impl FleetState {
         self.migrations.get(name)
     }
 
-    /// Records that VM `name` moves to host `to`, asked by `reason`.
+    /// Where the VMs drained off a host in maintenance go back to, by VM name.
+    pub fn homes(&self) -> &BTreeMap<String, NodeId> {
+        &self.homes
+    }
+
+    /// When the last drain of VM `name` failed, if one did since it last moved.
+    pub fn drain_failed_at(&self, name: &str) -> Option<UnixMillis> {
+        self.drain_failed_at.get(name).copied()
+    }
+
+    /// Records that VM `name` moves to host `to` for `purpose`.
     pub(super) fn start_migration(
         &mut self,
         name: &str,
         to: NodeId,
-        reason: &str,
+        purpose: MigrationPurpose,
         now: UnixMillis,
     ) -> Result<CommandReply, StateError> {
         let rec = self
@@ -66,7 +78,10 @@ impl FleetState {
             .hosts
             .get(&from)
             .ok_or_else(|| not_found(EventKind::Host, from.to_string()))?;
-        if from_host.state != HostState::Online {
+        // A drain moves VMs off a host in maintenance; anything else, off an online host.
+        let source_ok = from_host.state == HostState::Online
+            || (purpose == MigrationPurpose::Drain && from_host.state == HostState::Maintenance);
+        if !source_ok {
             return conflict(format!(
                 "is on host {}, which is {}: only a VM of an online host is migrated (its agent \
                  moves it)",
@@ -101,13 +116,19 @@ impl FleetState {
             from_node: from_host.name.clone(),
             to_host: to,
             to_node: to_host.name.clone(),
-            reason: reason.to_string(),
+            purpose,
             since: now,
         };
         let text = format!(
-            "migrating from {} to {} ({reason})",
-            entry.from_node, entry.to_node
+            "migrating from {} to {} ({})",
+            entry.from_node,
+            entry.to_node,
+            purpose.describe(&entry.from_node, &entry.to_node)
         );
+        // An operator's move is the VM's new place: it has no home to go back to.
+        if purpose == MigrationPurpose::Operator {
+            self.homes.remove(name);
+        }
         self.migrations.insert(name.to_string(), entry);
         self.info(now, EventKind::Vm, name, text);
         Ok(CommandReply::Done)
@@ -156,7 +177,22 @@ impl FleetState {
             return Ok(CommandReply::Done);
         };
         let to = m.to_host;
-        if node == Some(m.to_node.as_str()) {
+        let moved = node == Some(m.to_node.as_str());
+        match (m.purpose, moved) {
+            (MigrationPurpose::Drain, true) => {
+                self.homes.insert(name.to_string(), m.from_host);
+                self.drain_failed_at.remove(name);
+            }
+            (MigrationPurpose::Drain, false) => {
+                self.drain_failed_at.insert(name.to_string(), now);
+            }
+            // Home, moved or not: not tried again (the event says where it stays).
+            (MigrationPurpose::Home, _) => {
+                self.homes.remove(name);
+            }
+            (MigrationPurpose::Operator, _) => {}
+        }
+        if moved {
             if let Some(rec) = self.vms.get_mut(name) {
                 rec.assignment.host = Some(to);
                 rec.status.current_host = Some(to);
@@ -180,6 +216,60 @@ impl FleetState {
                 ),
             );
         }
+        Ok(CommandReply::Done)
+    }
+
+    /// Puts host `id` into maintenance or takes it out; see [`super::Command::SetMaintenance`].
+    pub(super) fn set_maintenance(
+        &mut self,
+        id: NodeId,
+        enable: bool,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        let host = self
+            .hosts
+            .get(&id)
+            .ok_or_else(|| not_found(EventKind::Host, id.to_string()))?;
+        let (from, to, reason) = if enable {
+            (
+                HostState::Online,
+                HostState::Maintenance,
+                "maintenance: its guests and VIPs are moved off",
+            )
+        } else {
+            (
+                HostState::Maintenance,
+                HostState::Online,
+                "maintenance over: the guests drained off it come back",
+            )
+        };
+        if host.state == to {
+            return Ok(CommandReply::Done);
+        }
+        if host.state != from {
+            return Err(StateError::Conflict(if enable {
+                format!(
+                    "host {} is {}: only an online host goes into maintenance (a host that may \
+                     be down cannot be drained; its HA guests are recovered once it is fenced)",
+                    host.name, host.state
+                )
+            } else {
+                format!("host {} is {}, not in maintenance", host.name, host.state)
+            }));
+        }
+        if !enable {
+            // Failed drains start afresh at the next maintenance.
+            let on_host: Vec<String> = self
+                .vms
+                .iter()
+                .filter(|(_, r)| r.assignment.host == Some(id))
+                .map(|(n, _)| n.clone())
+                .collect();
+            for name in on_host {
+                self.drain_failed_at.remove(&name);
+            }
+        }
+        self.move_host(id, to, reason.to_string(), now);
         Ok(CommandReply::Done)
     }
 }

@@ -84,6 +84,10 @@ pub struct FleetState {
     recoveries: BTreeMap<String, protocol::fleet::Recovery>,
     start_failures: BTreeMap<String, protocol::fleet::StartFailures>,
     migrations: BTreeMap<String, protocol::fleet::Migration>,
+    /// The host each VM drained for a maintenance goes back to.
+    homes: BTreeMap<String, NodeId>,
+    /// When each VM's last drain failed (retried after a pause).
+    drain_failed_at: BTreeMap<String, protocol::fleet::UnixMillis>,
 }
 
 impl FleetState {

@@ -65,6 +65,8 @@ pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
     if !state.recoveries.is_empty()
         || !state.start_failures.is_empty()
         || !state.migrations.is_empty()
+        || !state.homes.is_empty()
+        || !state.drain_failed_at.is_empty()
     {
         return None;
     }
@@ -140,6 +142,8 @@ impl From<SnapshotV1> for FleetState {
             recoveries: BTreeMap::new(),
             start_failures: BTreeMap::new(),
             migrations: BTreeMap::new(),
+            homes: BTreeMap::new(),
+            drain_failed_at: BTreeMap::new(),
         }
     }
 }

@@ -282,6 +282,8 @@ impl FleetState {
         self.recoveries.remove(name);
         self.start_failures.remove(name);
         self.migrations.remove(name);
+        self.homes.remove(name);
+        self.drain_failed_at.remove(name);
         let what = if released.is_empty() {
             "nothing".to_string()
         } else {

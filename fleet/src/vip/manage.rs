@@ -99,6 +99,9 @@ pub const HANDED_OVER: &str = "handed over (its owner's agent is stopping)";
 /// The reason of a move to the standby that took the VIP over.
 pub const STANDBY_TOOK_OVER: &str =
     "owner lost (stopped renewing its lease): its standby took over";
+/// The reason when the owner's host went into maintenance: handed over while it still holds
+/// it (the same graceful move as an agent that stops).
+pub const MAINTENANCE: &str = "owner's host is in maintenance: handed over";
 /// The reason when nobody can take a lost VIP.
 pub const UNASSIGNED: &str =
     "owner lost (stopped renewing its lease) and no other host is eligible";
@@ -265,10 +268,17 @@ pub fn plan(state: &FleetState, seen: &Sightings, now: u64, cfg: &ManageConfig) 
                 .preempt
                 .then(|| vip.spec.preempt_delay_secs.saturating_mul(1000)),
         };
-        let (to, reason) = match (decide(&view, now), released, leaving) {
+        let draining = vip.owner.is_some_and(|o| {
+            state
+                .hosts()
+                .get(&o)
+                .is_some_and(|h| h.state == HostState::Maintenance)
+        });
+        let (to, reason) = match (decide(&view, now), released, leaving || draining) {
             (Decision::Keep, _, _) => continue,
             (Decision::Move { to, .. }, true, _) => (Some(to), RELEASED.into()),
             (Decision::Unassign, true, _) => (None, RELEASED.into()),
+            (Decision::Move { to, .. }, false, true) if draining => (Some(to), MAINTENANCE.into()),
             (Decision::Move { to, .. }, false, true) => (Some(to), HANDED_OVER.into()),
             (Decision::Move { to, reason }, false, false) => (Some(to), reason.to_string()),
             (Decision::Unassign, false, _) => (None, UNASSIGNED.into()),
@@ -439,6 +449,24 @@ mod tests {
             m[0].reason,
             "owner no longer eligible (interface or health check)"
         );
+    }
+
+    #[test]
+    fn an_owner_whose_host_goes_into_maintenance_hands_over_and_it_is_never_chosen() {
+        let mut f = Fleet::new(&[]);
+        let moves = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
+        f.own(&moves[0]);
+        assert_eq!(moves[0].to, Some(11));
+        f.ok(Command::SetHostState {
+            id: 11,
+            state: HostState::Maintenance,
+            now: 2,
+        });
+        let mut seen = all_ready(1_000);
+        seen.claims.insert(("api".into(), 11), (1, 1_000));
+        let m = plan(&f.state, &seen, 1_100, &CFG);
+        assert_eq!(m[0].to, Some(12));
+        assert_eq!(m[0].reason, MAINTENANCE);
     }
 
     #[test]

@@ -4,10 +4,11 @@
 
 use super::{
     AdminAdd, AdminList, AdminRevoke, AllocateIp, AllocateVmid, ClusterStatus, Events, FleetGet,
-    HostList, HostStatus, MemberList, MemberPromote, MemberRemove, MemberReportVersions, PoolApply,
-    PoolDelete, PoolList, ReleaseIp, SettingsGet, SettingsPut, TokenCreate, TokenList, TokenRevoke,
-    VipApply, VipDelete, VipList, VipMove, VipStatus, VmApply, VmDelete, VmExplain, VmGet, VmList,
-    VmMigrate, VmPower, VmSnapshot, VmidRangeApply, VmidRangeDelete, VmidRangeList,
+    HostList, HostMaintenance, HostStatus, MemberList, MemberPromote, MemberRemove,
+    MemberReportVersions, PoolApply, PoolDelete, PoolList, ReleaseIp, SettingsGet, SettingsPut,
+    TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList, VipMove, VipStatus, VmApply,
+    VmDelete, VmExplain, VmGet, VmList, VmMigrate, VmPower, VmSnapshot, VmidRangeApply,
+    VmidRangeDelete, VmidRangeList,
 };
 use crate::Rpc;
 
@@ -52,4 +53,5 @@ pub const METHODS: &[&str] = &[
     <VipStatus as Rpc>::METHOD,
     <VipMove as Rpc>::METHOD,
     <VmMigrate as Rpc>::METHOD,
+    <HostMaintenance as Rpc>::METHOD,
 ];

@@ -20,8 +20,32 @@ pub struct Migration {
     pub to_host: NodeId,
     /// That host's PVE node name (PVE's `target`).
     pub to_node: String,
-    /// Who asked, and why (`operator`, the admin's name).
-    pub reason: String,
+    /// Why it moves.
+    pub purpose: MigrationPurpose,
     /// When it was asked.
     pub since: UnixMillis,
+}
+
+/// Why a VM moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MigrationPurpose {
+    /// An operator asked (`pvefleet vm migrate`).
+    Operator,
+    /// Its host is in maintenance: the fleet drains it, and remembers the host as the VM's
+    /// home once it moved.
+    Drain,
+    /// Its host's maintenance is over: the fleet brings it back home.
+    Home,
+}
+
+impl MigrationPurpose {
+    /// The purpose in words, for events (`draining pve-a for maintenance`).
+    pub fn describe(self, from: &str, to: &str) -> String {
+        match self {
+            MigrationPurpose::Operator => "asked by an operator".to_string(),
+            MigrationPurpose::Drain => format!("draining {from} for maintenance"),
+            MigrationPurpose::Home => format!("back home to {to} after its maintenance"),
+        }
+    }
 }

@@ -15,6 +15,7 @@ mod golden;
 mod host_failure;
 mod host_recovery;
 mod launcher;
+mod maintenance;
 mod migration;
 mod proxmoxer;
 mod scenarios;

@@ -1,6 +1,7 @@
 //! Table tests of the reconciler: a small fleet built through the state machine's own commands,
 //! a live view and the reconciler's memory set per case, and the exact actions expected.
 
+mod migrate;
 mod plan;
 mod results;
 
