@@ -23,7 +23,7 @@ fn guest(i: usize) -> VmSpec {
     let mut spec = VmSpec::new(format!("g-{i:02}"), 256);
     spec.disks = vec![DiskSpec {
         slot: "scsi0".into(),
-        storage: Some(if i % 2 == 0 {
+        storage: Some(if i.is_multiple_of(2) {
             "local-lvm".into()
         } else {
             lab::pve_cluster::SHARED_STORAGE.into()
