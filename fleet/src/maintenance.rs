@@ -16,6 +16,10 @@
 
 use protocol::fleet::{HostState, MigrationPurpose, UnixMillis};
 
+#[cfg(test)]
+#[path = "maintenance_tests.rs"]
+mod tests;
+
 use crate::migration;
 use crate::scheduler::HostView;
 use crate::state::{Command, FleetState};

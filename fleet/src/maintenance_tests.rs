@@ -1,0 +1,268 @@
+//! The maintenance planner against hand-built states: a drain moves at most
+//! [`DRAIN_PARALLEL`] guests of a host at a time and spreads them, a failed drain waits
+//! [`DRAIN_RETRY_MS`] before it is tried again, a guest no node can take stays (and says why),
+//! a host that is not online cannot go into maintenance, and the guests come home after it.
+
+use protocol::NodeId;
+use protocol::agent::StorageInfo;
+use protocol::fleet::{
+    Capacity, HostFacts, HostState, MigrationPurpose, PVE_CLUSTER_LABEL,
+};
+use protocol::spec::VmSpec;
+
+use super::{DRAIN_PARALLEL, DRAIN_RETRY_MS, left_on, plan};
+use crate::state::{Command, CommandReply, FleetState, StateError};
+use crate::views::host_views;
+
+struct World {
+    state: FleetState,
+    index: u64,
+}
+
+impl World {
+    fn ok(&mut self, cmd: Command) {
+        self.index += 1;
+        let shown = format!("{cmd:?}");
+        let reply = self.state.apply(self.index, cmd);
+        assert!(!matches!(reply, CommandReply::Refused(_)), "{shown}: {reply:?}");
+    }
+
+    fn err(&mut self, cmd: Command) -> StateError {
+        self.index += 1;
+        match self.state.apply(self.index, cmd) {
+            CommandReply::Refused(e) => e,
+            other => panic!("accepted: {other:?}"),
+        }
+    }
+
+    fn host(&mut self, id: NodeId, name: &str) {
+        self.ok(Command::RegisterHost {
+            id,
+            name: name.into(),
+            labels: [(PVE_CLUSTER_LABEL.to_string(), "alpha".to_string())].into(),
+            capacity: Capacity {
+                cpus: 32,
+                memory_mib: 131_072,
+            },
+            now: 1,
+        });
+        self.ok(Command::SetHostFacts {
+            id,
+            facts: Box::new(HostFacts {
+                pve_version: "9.1.1".into(),
+                storages: vec![StorageInfo {
+                    id: "local-lvm".into(),
+                    kind: "lvmthin".into(),
+                    content: ["images".to_string()].into(),
+                    active: true,
+                    total_bytes: 1 << 42,
+                    available_bytes: 1 << 42,
+                    ..StorageInfo::default()
+                }],
+                ..HostFacts::default()
+            }),
+        });
+        self.ok(Command::SetHostState {
+            id,
+            state: HostState::Online,
+            now: 1,
+        });
+    }
+
+    fn vm(&mut self, name: &str, host: NodeId) {
+        self.ok(Command::apply_vm(VmSpec::new(name, 1024), 2));
+        self.ok(Command::ScheduleVm {
+            name: name.into(),
+            host: Some(host),
+            expected: None,
+            now: 2,
+        });
+        self.ok(Command::AllocateVmid {
+            vm: name.into(),
+            avoid: vec![],
+            now: 2,
+        });
+    }
+
+    fn step(&mut self, now: u64) -> Vec<(String, NodeId, MigrationPurpose)> {
+        let cmds = plan(&self.state, host_views(&self.state), now);
+        let mut out = Vec::new();
+        for cmd in cmds {
+            if let Command::StartMigration {
+                name, to, purpose, ..
+            } = &cmd
+            {
+                out.push((name.clone(), *to, *purpose));
+            }
+            self.ok(cmd);
+        }
+        out
+    }
+
+    fn end(&mut self, name: &str, node: Option<&str>, now: u64) {
+        self.ok(Command::EndMigration {
+            name: name.into(),
+            node: node.map(str::to_string),
+            message: "test".into(),
+            now,
+        });
+    }
+}
+
+/// Nodes 1 (pve-a), 2 (pve-b), 3 (pve-c) of PVE cluster alpha; ten VMs on pve-a.
+fn world() -> World {
+    let mut w = World {
+        state: FleetState::new(),
+        index: 0,
+    };
+    w.ok(Command::PutVmidRange {
+        spec: protocol::spec::VmidRangeSpec {
+            name: "main".into(),
+            start: 100,
+            end: 199,
+        },
+        now: 1,
+    });
+    for (id, name) in [(1, "pve-a"), (2, "pve-b"), (3, "pve-c")] {
+        w.host(id, name);
+    }
+    for i in 0..10 {
+        w.vm(&format!("vm-{i}"), 1);
+    }
+    w
+}
+
+#[test]
+fn a_drain_moves_a_few_guests_at_a_time_spread_and_brings_them_home_after() {
+    let mut w = world();
+    assert!(plan(&w.state, host_views(&w.state), 10).is_empty(), "nothing to do");
+    w.ok(Command::SetMaintenance {
+        id: 1,
+        enable: true,
+        now: 10,
+    });
+    let first = w.step(10);
+    assert_eq!(first.len(), DRAIN_PARALLEL);
+    assert!(first.iter().all(|m| m.2 == MigrationPurpose::Drain));
+    let targets: std::collections::BTreeSet<NodeId> = first.iter().map(|m| m.1).collect();
+    assert_eq!(targets.len(), 2, "spread over both other nodes: {first:?}");
+    // Nothing more while those run.
+    assert!(w.step(11).is_empty());
+    let mut now = 12;
+    while w.state.vms().values().any(|r| r.assignment.host == Some(1)) {
+        let moving: Vec<(String, String)> = w
+            .state
+            .migrations()
+            .iter()
+            .map(|(n, m)| (n.clone(), m.to_node.clone()))
+            .collect();
+        for (name, to) in moving {
+            w.end(&name, Some(&to), now);
+        }
+        w.step(now);
+        now += 1;
+        assert!(now < 100, "the drain does not end");
+    }
+    assert_eq!(w.state.homes().len(), 10);
+    assert!(left_on(&w.state, &host_views(&w.state), 1).is_empty());
+    // Maintenance over: every guest goes home, and stays.
+    w.ok(Command::SetMaintenance {
+        id: 1,
+        enable: false,
+        now,
+    });
+    let back = w.step(now);
+    assert_eq!(back.len(), 10);
+    assert!(back.iter().all(|m| m.1 == 1 && m.2 == MigrationPurpose::Home));
+    for (name, ..) in back {
+        w.end(&name, Some("pve-a"), now);
+    }
+    assert!(w.state.homes().is_empty());
+    assert!(w.state.vms().values().all(|r| r.assignment.host == Some(1)));
+    assert!(w.step(now + 1).is_empty());
+}
+
+#[test]
+fn a_failed_drain_waits_before_it_is_tried_again_and_a_stuck_guest_says_why() {
+    let mut w = world();
+    // A guest pinned to pve-a can go nowhere: it stays, and says why.
+    let mut pinned = VmSpec::new("pinned", 512);
+    pinned.placement.hosts = vec!["pve-a".into()];
+    w.ok(Command::apply_vm(pinned, 3));
+    w.ok(Command::ScheduleVm {
+        name: "pinned".into(),
+        host: Some(1),
+        expected: None,
+        now: 3,
+    });
+    w.ok(Command::AllocateVmid {
+        vm: "pinned".into(),
+        avoid: vec![],
+        now: 3,
+    });
+    w.ok(Command::SetMaintenance {
+        id: 1,
+        enable: true,
+        now: 10,
+    });
+    let first = w.step(10);
+    assert!(first.iter().all(|m| m.0 != "pinned"));
+    let failed = first[0].0.clone();
+    w.end(&failed, None, 20);
+    let left = left_on(&w.state, &host_views(&w.state), 1);
+    let why = |name: &str| left.iter().find(|(n, _)| n == name).map(|(_, w)| w.clone());
+    assert!(why(&failed).unwrap().contains("last move failed"));
+    assert!(why("pinned").unwrap().contains("allowed hosts"), "{left:?}");
+    // Not again before the pause (the others go on), then again.
+    assert!(w.step(21).iter().all(|m| m.0 != failed));
+    let moving: Vec<(String, String)> = w
+        .state
+        .migrations()
+        .iter()
+        .map(|(n, m)| (n.clone(), m.to_node.clone()))
+        .collect();
+    for (name, to) in moving {
+        w.end(&name, Some(&to), 22);
+    }
+    assert!(w.step(20 + DRAIN_RETRY_MS - 1).iter().all(|m| m.0 != failed));
+    for (name, to) in w
+        .state
+        .migrations()
+        .iter()
+        .map(|(n, m)| (n.clone(), m.to_node.clone()))
+        .collect::<Vec<_>>()
+    {
+        w.end(&name, Some(&to), 23);
+    }
+    assert!(w.step(20 + DRAIN_RETRY_MS).iter().any(|m| m.0 == failed));
+}
+
+#[test]
+fn only_an_online_host_goes_into_maintenance() {
+    let mut w = world();
+    w.ok(Command::SetHostLiveness {
+        id: 2,
+        expected: HostState::Online,
+        state: HostState::Unreachable,
+        reason: "silent".into(),
+        now: 5,
+    });
+    let e = w.err(Command::SetMaintenance {
+        id: 2,
+        enable: true,
+        now: 6,
+    });
+    assert!(e.to_string().contains("cannot be drained"), "{e}");
+    let e = w.err(Command::SetMaintenance {
+        id: 2,
+        enable: false,
+        now: 6,
+    });
+    assert!(e.to_string().contains("not in maintenance"), "{e}");
+    // Asking twice is no error.
+    w.ok(Command::SetMaintenance {
+        id: 3,
+        enable: false,
+        now: 6,
+    });
+}
