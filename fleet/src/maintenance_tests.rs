@@ -5,9 +5,7 @@
 
 use protocol::NodeId;
 use protocol::agent::StorageInfo;
-use protocol::fleet::{
-    Capacity, HostFacts, HostState, MigrationPurpose, PVE_CLUSTER_LABEL,
-};
+use protocol::fleet::{Capacity, HostFacts, HostState, MigrationPurpose, PVE_CLUSTER_LABEL};
 use protocol::spec::VmSpec;
 
 use super::{DRAIN_PARALLEL, DRAIN_RETRY_MS, left_on, plan};
@@ -24,7 +22,10 @@ impl World {
         self.index += 1;
         let shown = format!("{cmd:?}");
         let reply = self.state.apply(self.index, cmd);
-        assert!(!matches!(reply, CommandReply::Refused(_)), "{shown}: {reply:?}");
+        assert!(
+            !matches!(reply, CommandReply::Refused(_)),
+            "{shown}: {reply:?}"
+        );
     }
 
     fn err(&mut self, cmd: Command) -> StateError {
@@ -135,7 +136,10 @@ fn world() -> World {
 #[test]
 fn a_drain_moves_a_few_guests_at_a_time_spread_and_brings_them_home_after() {
     let mut w = world();
-    assert!(plan(&w.state, host_views(&w.state), 10).is_empty(), "nothing to do");
+    assert!(
+        plan(&w.state, host_views(&w.state), 10).is_empty(),
+        "nothing to do"
+    );
     w.ok(Command::SetMaintenance {
         id: 1,
         enable: true,
@@ -173,7 +177,10 @@ fn a_drain_moves_a_few_guests_at_a_time_spread_and_brings_them_home_after() {
     });
     let back = w.step(now);
     assert_eq!(back.len(), 10);
-    assert!(back.iter().all(|m| m.1 == 1 && m.2 == MigrationPurpose::Home));
+    assert!(
+        back.iter()
+            .all(|m| m.1 == 1 && m.2 == MigrationPurpose::Home)
+    );
     for (name, ..) in back {
         w.end(&name, Some("pve-a"), now);
     }
@@ -224,7 +231,11 @@ fn a_failed_drain_waits_before_it_is_tried_again_and_a_stuck_guest_says_why() {
     for (name, to) in moving {
         w.end(&name, Some(&to), 22);
     }
-    assert!(w.step(20 + DRAIN_RETRY_MS - 1).iter().all(|m| m.0 != failed));
+    assert!(
+        w.step(20 + DRAIN_RETRY_MS - 1)
+            .iter()
+            .all(|m| m.0 != failed)
+    );
     for (name, to) in w
         .state
         .migrations()

@@ -5,7 +5,8 @@
 //! 1. **One runner per VM**: over every simulator of the scenario, at most one running guest
 //!    carries a fleet VM's name.
 //! 2. **No recovery without fencing**: when a VM's fleet host changes from H while H is not
-//!    online, H is `fenced` in that sample (or was in the sample before). The sampler reads
+//!    online (nor in maintenance: a drain is a live migration H's agent makes), H is `fenced`
+//!    in that sample (or was in the sample before). The sampler reads
 //!    the VMs before the hosts: a move it sees happened before the host read, and the fence
 //!    came before the move, so a racing read cannot fake a violation. A move seen while H is
 //!    online is no recovery (a live relocation after failed starts, or H came back).
@@ -194,18 +195,19 @@ fn moves(prev: &FleetSample, next: &FleetSample) -> Vec<(Invariant, String)> {
         if from == to {
             continue;
         }
-        if before.ha == Some(HaState::Ignored) && vm.ha == Some(HaState::Ignored) {
+        let state_then = prev.hosts.get(from).map(|h| h.state);
+        let state_now = next.hosts.get(from).map(|h| h.state);
+        let fenced = state_now == Some(HostState::Fenced) || state_then == Some(HostState::Fenced);
+        // Online or in maintenance now: a live move its agent made (a migration, a drain, a
+        // relocation after failed starts), or H came back between the samples.
+        let live = matches!(state_now, Some(HostState::Online | HostState::Maintenance));
+        if !live && before.ha == Some(HaState::Ignored) && vm.ha == Some(HaState::Ignored) {
             out.push((
                 Invariant::DesiredState,
                 format!("{name} has HA state ignored but the fleet moved it from {from} to {to}"),
             ));
         }
-        let state_then = prev.hosts.get(from).map(|h| h.state);
-        let state_now = next.hosts.get(from).map(|h| h.state);
-        let fenced = state_now == Some(HostState::Fenced) || state_then == Some(HostState::Fenced);
-        // Online now: a live relocation (failed starts), or H came back between the samples.
-        let online = state_now == Some(HostState::Online);
-        if !fenced && !online {
+        if !fenced && !live {
             let shown = |s: Option<HostState>| s.map_or("unknown", HostState::as_str);
             out.push((
                 Invariant::NoRecoveryWithoutFencing,

@@ -144,6 +144,24 @@ pub enum Action {
         /// PVE's HA resource state.
         state: String,
     },
+    /// The next `count` migrations of VM `vm` fail in PVE (in every simulator).
+    FailMigrate {
+        /// The VM.
+        vm: String,
+        /// How many migrations fail.
+        count: u32,
+    },
+    /// `pvefleet vm migrate VM [--to HOST]`.
+    VmMigrate {
+        /// The VM.
+        vm: String,
+        /// The target host; `None`: the scheduler's choice.
+        to: Option<Target>,
+    },
+    /// `pvefleet host maintenance enable HOST`.
+    MaintenanceEnable(Target),
+    /// `pvefleet host maintenance disable HOST`.
+    MaintenanceDisable(Target),
     /// `pvefleet vm start`.
     VmStart {
         /// The VM.
@@ -180,6 +198,10 @@ impl Action {
             Action::KillCoordinator(_) => "kill-coordinator",
             Action::RestartCoordinator(_) => "restart-coordinator",
             Action::FailStart { .. } => "fail-start",
+            Action::FailMigrate { .. } => "fail-migrate",
+            Action::VmMigrate { .. } => "vm-migrate",
+            Action::MaintenanceEnable(_) => "maintenance-enable",
+            Action::MaintenanceDisable(_) => "maintenance-disable",
             Action::Lock { .. } => "lock",
             Action::PveHa { .. } => "pve-ha",
             Action::VmStart { .. } => "vm-start",
@@ -200,8 +222,10 @@ impl Action {
             | Action::FreezeAgent(t)
             | Action::ThawAgent(t)
             | Action::KillCoordinator(t)
-            | Action::RestartCoordinator(t) => Some(t),
-            Action::Heal(t) => t.as_ref(),
+            | Action::RestartCoordinator(t)
+            | Action::MaintenanceEnable(t)
+            | Action::MaintenanceDisable(t) => Some(t),
+            Action::Heal(t) | Action::VmMigrate { to: t, .. } => t.as_ref(),
             _ => None,
         }
     }
@@ -210,6 +234,8 @@ impl Action {
     pub fn vm(&self) -> Option<&str> {
         match self {
             Action::FailStart { vm, .. }
+            | Action::FailMigrate { vm, .. }
+            | Action::VmMigrate { vm, .. }
             | Action::Lock { vm, .. }
             | Action::PveHa { vm, .. }
             | Action::VmStart { vm }
@@ -235,6 +261,11 @@ impl Action {
         match self {
             Action::Heal(None) => "heal (every host)".to_string(),
             Action::FailStart { vm, count } => format!("fail-start {vm} (next {count} starts)"),
+            Action::FailMigrate { vm, count } => {
+                format!("fail-migrate {vm} (next {count} migrations)")
+            }
+            Action::VmMigrate { vm, to: None } => format!("vm-migrate {vm}"),
+            Action::VmMigrate { vm, to: Some(t) } => format!("vm-migrate {vm} to {}", target(t)),
             Action::Lock { vm, lock } => format!("lock {vm} ({lock})"),
             Action::PveHa { vm, state } => format!("pve-ha {vm} (PVE HA state {state})"),
             Action::VmHa { vm, state } => format!("vm-ha {vm} (HA state {state})"),

@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use client::AdminClient;
 use protocol::NodeId;
-use protocol::admin::{ClusterStatus, HostList, ReadMode, VmApply, VmGet, VmPower, VmPowerAction};
+use protocol::admin::{
+    ClusterStatus, HostList, HostMaintenance, MaintenanceAction, ReadMode, VmApply, VmGet,
+    VmMigrate, VmPower, VmPowerAction,
+};
 use protocol::spec::{DesiredState, HaState};
 use tokio::sync::watch;
 
@@ -21,6 +24,9 @@ use crate::sim_control::SimControl;
 const LEADER_WAIT: Duration = Duration::from_secs(10);
 /// The task error an injected start failure ends with.
 const START_FAILURE: &str = "scenario: injected start failure";
+
+/// What a `fail-migrate` makes PVE's migration task end with.
+const MIGRATE_FAILURE: &str = "scenario: injected migration failure";
 
 /// What the events act on.
 pub struct Stage<'a> {
@@ -121,6 +127,35 @@ impl Stage<'_> {
                         .await
                         .map_err(|e| format!("{label}: {e}"))?;
                 }
+            }
+            Action::FailMigrate { vm, count } => {
+                let (vmid, _) = self.placed(vm).await?;
+                for (label, control) in &self.sims {
+                    control
+                        .fail_tasks(Some(vmid), "qmigrate", MIGRATE_FAILURE, Some(*count))
+                        .await
+                        .map_err(|e| format!("{label}: {e}"))?;
+                }
+            }
+            Action::VmMigrate { vm, .. } => {
+                self.client
+                    .call(&VmMigrate {
+                        name: vm.clone(),
+                        to: host.clone(),
+                    })
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Action::MaintenanceEnable(_) | Action::MaintenanceDisable(_) => {
+                let action = if matches!(action, Action::MaintenanceEnable(_)) {
+                    MaintenanceAction::Enable
+                } else {
+                    MaintenanceAction::Disable
+                };
+                self.client
+                    .call(&HostMaintenance { host: on(), action })
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             Action::Lock { vm, lock } => {
                 let (vmid, host) = self.placed(vm).await?;

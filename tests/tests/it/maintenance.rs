@@ -75,7 +75,10 @@ fn maintenance_sampled(fleet: &Fleet, control: &SimControl, action: &str, host: 
     });
     let started = Instant::now();
     while !child.is_finished() {
-        assert!(started.elapsed() < Duration::from_secs(300), "maintenance hangs");
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "maintenance hangs"
+        );
         for (name, nodes) in running_in_pve(fleet, control) {
             assert!(nodes.len() <= 1, "{name} runs on {nodes:?}");
         }
@@ -112,11 +115,18 @@ fn a_host_with_twenty_guests_is_drained_by_live_migration_and_gets_them_back() {
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stderr.contains(&format!("draining {}", NODES[0])), "{stderr}");
+    assert!(
+        stderr.contains(&format!("draining {}", NODES[0])),
+        "{stderr}"
+    );
     let reply: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_default();
     assert_eq!(reply["state"], "maintenance", "{stdout}");
     assert_eq!(reply["left"], serde_json::json!([]), "{stdout}");
-    assert_eq!(reply["away"].as_array().map(Vec::len), Some(GUESTS), "{stdout}");
+    assert_eq!(
+        reply["away"].as_array().map(Vec::len),
+        Some(GUESTS),
+        "{stdout}"
+    );
     assert_eq!(on_node(&fleet, &control, NODES[0]), 0);
     let pve = running_in_pve(&fleet, &control);
     assert_eq!(pve.len(), GUESTS, "{pve:?}");
@@ -143,7 +153,11 @@ fn a_host_with_twenty_guests_is_drained_by_live_migration_and_gets_them_back() {
 
     let out = maintenance_sampled(&fleet, &control, "disable", NODES[0]);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let reply: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_default();
     assert_eq!(reply["state"], "online", "{stdout}");
     assert_eq!(reply["away"], serde_json::json!([]), "{stdout}");

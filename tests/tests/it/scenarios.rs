@@ -75,6 +75,9 @@ scenarios! {
     ha_defaults => "ha-defaults",
     anti_affinity => "anti-affinity",
     affinity_group => "affinity-group",
+    maintenance_drain => "maintenance-drain",
+    maintenance_power_off => "maintenance-power-off",
+    migrate_stubborn => "migrate-stubborn",
     spread_17 => "spread-17",
 }
 

@@ -56,9 +56,12 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
         | "freeze-agent"
         | "thaw-agent"
         | "kill-coordinator"
-        | "restart-coordinator" => &["host"],
+        | "restart-coordinator"
+        | "maintenance-enable"
+        | "maintenance-disable" => &["host"],
         "heal" => &["host"],
-        "fail-start" => &["vm", "count"],
+        "fail-start" | "fail-migrate" => &["vm", "count"],
+        "vm-migrate" => &["vm", "host"],
         "lock" => &["vm", "lock"],
         "pve-ha" | "vm-ha" => &["vm", "state"],
         "vm-start" | "vm-stop" => &["vm"],
@@ -67,8 +70,8 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
 }
 
 const ACTIONS: &str = "power-off, power-on, reset, partition, heal, kill-agent, restart-agent, \
-     freeze-agent, thaw-agent, kill-coordinator, restart-coordinator, fail-start, lock, pve-ha, \
-     vm-start, vm-stop, vm-ha";
+     freeze-agent, thaw-agent, kill-coordinator, restart-coordinator, fail-start, fail-migrate, \
+     lock, pve-ha, vm-start, vm-stop, vm-ha, vm-migrate, maintenance-enable, maintenance-disable";
 
 pub(super) fn event(
     i: usize,
@@ -163,6 +166,20 @@ pub(super) fn event(
             };
             Action::FailStart { vm: vm()?, count }
         }
+        "fail-migrate" => {
+            let count = match e.count {
+                Some(n) if n >= 1 => n,
+                Some(_) => return invalid(at("count"), "at least 1"),
+                None => return invalid(at("count"), "fail-migrate needs count = N (at least 1)"),
+            };
+            Action::FailMigrate { vm: vm()?, count }
+        }
+        "vm-migrate" => Action::VmMigrate {
+            vm: vm()?,
+            to: optional_host()?,
+        },
+        "maintenance-enable" => Action::MaintenanceEnable(host()?),
+        "maintenance-disable" => Action::MaintenanceDisable(host()?),
         "lock" => {
             let lock = match &e.lock {
                 Some(l)
