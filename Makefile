@@ -99,6 +99,7 @@ bench:
 	$(CARGO) bench --locked -p pvefleet-tests --bench join_surface
 	$(CARGO) bench --locked -p pvefleet-tests --bench fence_false_alarm
 	$(CARGO) bench --locked -p pvefleet-tests --bench ha_recovery
+	$(CARGO) bench --locked -p pvefleet-tests --bench drain
 	command -v keepalived >/dev/null || apt-get install -y keepalived
 	$(CARGO) bench --locked -p pvefleet-tests --bench vip_failover
 

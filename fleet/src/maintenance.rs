@@ -2,7 +2,7 @@
 //! guests of a host in maintenance are drained (each moved by PVE's migration to the best
 //! other node of its PVE cluster, under every filter and rule of placement), a few at a time
 //! per host; a drain that failed is tried again after a pause; once the maintenance is over,
-//! the guests drained off the host go back to it. Every decision is a
+//! the guests drained off the host go back to it, as many at a time. Every decision is a
 //! [`Command::StartMigration`]; the reconciler carries the moves out.
 //!
 //! ```text
@@ -74,12 +74,19 @@ pub fn plan(state: &FleetState, mut views: Vec<HostView>, now: UnixMillis) -> Ve
             }
         }
     }
+    // The way back is throttled like the drain: at most DRAIN_PARALLEL moves into a host.
+    let mut coming: std::collections::BTreeMap<protocol::NodeId, usize> = Default::default();
+    for m in state.migrations().values() {
+        *coming.entry(m.to_host).or_default() += 1;
+    }
     for (name, &home) in state.homes() {
         let Some(rec) = state.vm(name) else { continue };
         let Some(home_host) = state.hosts().get(&home) else {
             continue;
         };
-        if home_host.state != HostState::Online
+        let arriving = coming.entry(home).or_default();
+        if *arriving >= DRAIN_PARALLEL
+            || home_host.state != HostState::Online
             || rec.assignment.host == Some(home)
             || rec.deleting
             || busy(name)
@@ -93,6 +100,7 @@ pub fn plan(state: &FleetState, mut views: Vec<HostView>, now: UnixMillis) -> Ve
                 purpose: MigrationPurpose::Home,
                 now,
             });
+            *arriving += 1;
         }
     }
     out
