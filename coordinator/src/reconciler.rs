@@ -8,7 +8,7 @@
 //!                   │ yes (new term: confirm the quorum and catch up the state machine first)
 //!                   ▼
 //!  results ─▶ on_result ─▶ apply ─▶ recovery::plan(state) ─▶ RecoverVm | EndRecovery
-//!          ─▶ maintenance::plan(state) ─▶ StartMigration (drain, back home)
+//!          ─▶ maintenance::plan, failback::plan ─▶ StartMigration (drain, home, failback)
 //!          ─▶ plan(state, live, inflight) ─▶ apply (VMs in parallel, each VM's actions in order)
 //! ```
 
@@ -20,11 +20,11 @@ use tokio_util::sync::CancellationToken;
 use crate::control::{Arrived, Control};
 use crate::leader_ticks::LeaderTicks;
 use crate::service::Ctx;
-use fleet::maintenance;
 use fleet::reconcile::status::{allocation_failed, on_result};
 use fleet::reconcile::{Action, Backoff, Clock, plan};
 use fleet::recovery::{self, RecoveryAction};
 use fleet::state::{FleetState, StateError};
+use fleet::{failback, maintenance};
 use protocol::version::{MIGRATION, RECOVERY};
 
 /// VMs whose actions are applied at the same time (each VM's in order).
@@ -135,8 +135,12 @@ impl Reconciler {
     async fn maintain(&self) {
         let now = self.ctx.control.now();
         let planned = self.ctx.read_local(|s| {
-            (s.cluster_version() >= MIGRATION)
-                .then(|| maintenance::plan(s, self.ctx.control.host_views(s), now.unix_ms))
+            (s.cluster_version() >= MIGRATION).then(|| {
+                let views = self.ctx.control.host_views(s);
+                let mut commands = maintenance::plan(s, views.clone(), now.unix_ms);
+                commands.extend(failback::plan(s, &views, now.unix_ms));
+                commands
+            })
         });
         let commands = match planned {
             Ok(Some(commands)) => commands,

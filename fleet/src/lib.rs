@@ -23,6 +23,7 @@
 //! - [`affinity`]: the groups the affinity rules tie VMs into, for the placers.
 //! - [`migration`]: where an operator's `vm migrate` sends a VM (its PVE cluster, every rule).
 //! - [`maintenance`]: draining a host in maintenance, and bringing its guests back home.
+//! - [`failback`]: VMs back to the host their node affinity prefers, once it is available.
 //! - [`reconcile`]: what to do next for every VM, and what an agent's result means.
 //! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
 //! - [`liveness`]: which silent hosts are unreachable, which are proven fenced (the lease
@@ -32,6 +33,7 @@
 //! - [`vip`]: VIP decisions: who should own one, the majority-granted lease, health rise/fall.
 
 pub mod affinity;
+pub mod failback;
 pub mod liveness;
 pub mod maintenance;
 pub mod migration;

@@ -61,7 +61,8 @@ pub use vip_check::{CheckType, VipCheck, validate_check};
 pub use vip_v1::{VipSpecV1, VipV1};
 pub use vm_parts::{
     Bios, CloneMode, CloudInitSpec, DesiredState, DiskCache, DiskOptions, DiskSpec, NicIp,
-    NicModel, NicSpec, OsType, Placement, RestartPolicy, ScsiController, TemplateSpec,
+    NicModel, NicSpec, NodeAffinity, OsType, Placement, RestartPolicy, ScsiController,
+    TemplateSpec,
 };
 pub use vm_v1::VmSpecV1;
 

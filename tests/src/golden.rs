@@ -239,6 +239,11 @@ fn vm_spec_ha() -> VmSpec {
     spec.tags = vec!["data".into()];
     spec.placement.apart_from = vec!["tag:data".into()];
     spec.placement.together_with = vec!["web".into()];
+    spec.placement.node_affinity = Some(protocol::spec::NodeAffinity {
+        nodes: [("pve-a".to_string(), 2)].into(),
+        strict: true,
+        failback: false,
+    });
     spec.ha = HaSpec {
         state: Some(HaState::Stopped),
         max_restart: Some(2),

@@ -32,6 +32,9 @@ pub enum FilterName {
     AntiAffinity,
     /// A VM an affinity rule keeps together with this one is placed on another host.
     Affinity,
+    /// The VM's node affinity prefers other hosts that can take it (or, strict, allows only
+    /// its listed hosts).
+    NodeAffinity,
     /// The host already runs the most VMs a host may run.
     VmLimit,
     /// Not enough schedulable vCPUs left (after overcommit).
@@ -57,6 +60,7 @@ impl FilterName {
             FilterName::Labels => "labels",
             FilterName::AntiAffinity => "anti-affinity",
             FilterName::Affinity => "affinity",
+            FilterName::NodeAffinity => "node-affinity",
             FilterName::VmLimit => "vm-limit",
             FilterName::Cpu => "cpu",
             FilterName::Memory => "memory",

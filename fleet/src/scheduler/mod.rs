@@ -16,6 +16,7 @@
 mod explain;
 mod filters;
 mod inputs;
+mod node_affinity;
 mod rules;
 mod topsis;
 
@@ -142,8 +143,25 @@ pub fn explain_with(
         .collect();
     let matrix = topsis::criteria_all(&utilization);
     let scores = topsis::closeness(&matrix);
+    let eligible_hosts: Vec<&HostView> = counted
+        .iter()
+        .filter(|(_, eligible)| *eligible)
+        .map(|(h, _)| *h)
+        .collect();
+    let preferred_out = node_affinity::exclusions(vm, &eligible_hosts);
     for (((host, eligible), row), closeness) in counted.iter().zip(&matrix).zip(scores) {
         if !eligible {
+            continue;
+        }
+        if let Some((_, (filter, detail))) = preferred_out.iter().find(|(id, _)| *id == host.id) {
+            verdicts.push(HostVerdict {
+                host_id: host.id,
+                host_name: host.name.clone(),
+                verdict: Verdict::Excluded {
+                    filter: *filter,
+                    detail: detail.clone(),
+                },
+            });
             continue;
         }
         let [avg_cpu, max_cpu, avg_mem, max_mem] = *row;

@@ -672,3 +672,45 @@ fn a_group_member_placed_first_goes_where_the_unplaced_members_may_go() {
     let err = place_with(&app, &[&db], &[a, b2], &settings()).unwrap_err();
     assert!(err.verdicts.iter().all(|v| v.closeness().is_none()));
 }
+
+#[test]
+fn node_affinity_takes_the_highest_priority_available_and_strict_waits() {
+    let mut vm = vm();
+    let mut na = protocol::spec::NodeAffinity {
+        nodes: [("a".to_string(), 2), ("b".to_string(), 1)].into(),
+        strict: false,
+        failback: true,
+    };
+    vm.placement.node_affinity = Some(na.clone());
+    let (a, b, c) = (host(1, "a"), host(2, "b"), host(3, "c"));
+    let decision = place(&vm, &[a.clone(), b.clone(), c.clone()], &settings()).unwrap();
+    assert_eq!(decision.host_name, "a");
+    assert_eq!(
+        excluded_by(&decision.verdicts, "b"),
+        Some((
+            FilterName::NodeAffinity,
+            "a (priority 2) can take it; this host is priority 1".into()
+        ))
+    );
+    assert_eq!(
+        excluded_by(&decision.verdicts, "c").map(|e| e.1),
+        Some("a (priority 2) can take it; this host is not listed".into())
+    );
+    // a full: the next priority, b.
+    let mut full = a.clone();
+    full.usage.memory_mib = 31_000;
+    let decision = place(&vm, &[full.clone(), b.clone(), c.clone()], &settings()).unwrap();
+    assert_eq!(decision.host_name, "b");
+    // Neither listed host can take it: loose goes anywhere, strict waits.
+    let mut b_full = b.clone();
+    b_full.usage.memory_mib = 31_000;
+    let hosts = [full, b_full, c];
+    assert_eq!(place(&vm, &hosts, &settings()).unwrap().host_name, "c");
+    na.strict = true;
+    vm.placement.node_affinity = Some(na);
+    let err = place(&vm, &hosts, &settings()).unwrap_err();
+    assert_eq!(
+        excluded_by(&err.verdicts, "c").map(|e| e.0),
+        Some(FilterName::NodeAffinity)
+    );
+}

@@ -190,7 +190,7 @@ impl FleetState {
             (MigrationPurpose::Home, _) => {
                 self.homes.remove(name);
             }
-            (MigrationPurpose::Operator, _) => {}
+            (MigrationPurpose::Operator | MigrationPurpose::Failback, _) => {}
         }
         if moved {
             if let Some(rec) = self.vms.get_mut(name) {

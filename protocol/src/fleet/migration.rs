@@ -37,6 +37,8 @@ pub enum MigrationPurpose {
     Drain,
     /// Its host's maintenance is over: the fleet brings it back home.
     Home,
+    /// A host its node affinity prefers to its own is available again (PVE's failback).
+    Failback,
 }
 
 impl MigrationPurpose {
@@ -46,6 +48,9 @@ impl MigrationPurpose {
             MigrationPurpose::Operator => "asked by an operator".to_string(),
             MigrationPurpose::Drain => format!("draining {from} for maintenance"),
             MigrationPurpose::Home => format!("back home to {to} after its maintenance"),
+            MigrationPurpose::Failback => {
+                format!("failback to {to}, which its node affinity prefers")
+            }
         }
     }
 }

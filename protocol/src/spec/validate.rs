@@ -399,6 +399,24 @@ fn placement(p: &Placement) -> Result<(), SpecError> {
             &rules::LABEL_VALUE,
         )?;
     }
+    if let Some(na) = &p.node_affinity {
+        if na.nodes.is_empty() {
+            return Err(SpecError::text(
+                "placement.node_affinity.nodes",
+                "{}",
+                "at least one host with its priority, e.g. { pve-a = 2, pve-b = 1 }",
+            ));
+        }
+        for (host, prio) in &na.nodes {
+            check("placement.node_affinity.nodes", host, &rules::HOST_NAME)?;
+            within(
+                format!("placement.node_affinity.nodes.{host}"),
+                *prio,
+                0,
+                1000,
+            )?;
+        }
+    }
     unique_texts(
         "placement.apart_from",
         &p.apart_from,

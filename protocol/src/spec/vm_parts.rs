@@ -323,4 +323,42 @@ pub struct Placement {
     /// `tag:<tag>`); both ways, so overlapping rules keep a whole group on one host.
     #[serde(default)]
     pub together_with: Vec<String>,
+    /// Node affinity (PVE HA's node-affinity rule): preferred hosts with priorities.
+    #[serde(default)]
+    pub node_affinity: Option<NodeAffinity>,
+}
+
+/// Preferred hosts with priorities, as PVE HA 9's node-affinity rules: the VM runs on the
+/// available host of the highest priority listed; `strict` keeps it off every other host
+/// (it waits instead); `failback` moves it back when a host of a higher priority than its
+/// own becomes available again.
+///
+/// ```toml
+/// [vm.placement.node_affinity]
+/// nodes = { pve-a = 2, pve-b = 2, pve-c = 1 }   # priority: higher first (0-1000)
+/// strict = false                                # default: other hosts when none is available
+/// failback = true                               # default (PVE's)
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeAffinity {
+    /// Host names with their priority (higher is preferred).
+    pub nodes: std::collections::BTreeMap<String, u32>,
+    /// Only those hosts.
+    #[serde(default)]
+    pub strict: bool,
+    /// Move back to a host of a higher priority once it is available.
+    #[serde(default = "yes")]
+    pub failback: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl NodeAffinity {
+    /// The priority of `host`; `None` when it is not listed.
+    pub fn priority(&self, host: &str) -> Option<u32> {
+        self.nodes.get(host).copied()
+    }
 }

@@ -105,6 +105,7 @@ impl From<PlacementV1> for Placement {
             labels: v1.labels,
             apart_from: Vec::new(),
             together_with: Vec::new(),
+            node_affinity: None,
         }
     }
 }
@@ -158,8 +159,9 @@ impl VmSpecV1 {
     /// otherwise: writing it at v1 would lose what the operator asked for.
     pub fn exact(spec: &VmSpec) -> Option<VmSpecV1> {
         let v1 = VmSpecV1::shown(spec);
-        let rules =
-            !spec.placement.apart_from.is_empty() || !spec.placement.together_with.is_empty();
+        let rules = !spec.placement.apart_from.is_empty()
+            || !spec.placement.together_with.is_empty()
+            || spec.placement.node_affinity.is_some();
         (ha_of_v1(v1.ha, v1.state) == spec.ha && !rules).then_some(v1)
     }
 

@@ -78,6 +78,7 @@ scenarios! {
     maintenance_drain => "maintenance-drain",
     maintenance_power_off => "maintenance-power-off",
     migrate_stubborn => "migrate-stubborn",
+    node_affinity_failback => "node-affinity-failback",
     spread_17 => "spread-17",
 }
 
