@@ -100,6 +100,7 @@ bench:
 	$(CARGO) bench --locked -p pvefleet-tests --bench fence_false_alarm
 	$(CARGO) bench --locked -p pvefleet-tests --bench ha_recovery
 	$(CARGO) bench --locked -p pvefleet-tests --bench drain
+	$(CARGO) bench --locked -p pvefleet-tests --bench rebalance_plan
 	command -v keepalived >/dev/null || apt-get install -y keepalived
 	$(CARGO) bench --locked -p pvefleet-tests --bench vip_failover
 

@@ -73,6 +73,10 @@ pub enum Command {
     /// PVE hosts running a node agent: capacity, usage, state.
     #[command(subcommand)]
     Host(HostCommand),
+    /// Rebalancing: the moves that would even out the hosts' load (`plan` shows them; nothing
+    /// is moved).
+    #[command(subcommand)]
+    Rebalance(RebalanceCommand),
     /// Cluster-wide settings: overcommit, reserves, the default VMID range and the HA defaults.
     #[command(subcommand)]
     Settings(SettingsCommand),
@@ -274,6 +278,14 @@ impl From<JoinRole> for Role {
             JoinRole::Agent => Role::Agent,
         }
     }
+}
+
+/// `pvefleet rebalance ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum RebalanceCommand {
+    /// Show the moves that would even out the memory load of the hosts of each PVE cluster
+    /// (each the best single move left, under every placement rule; pinned guests never move).
+    Plan,
 }
 
 /// `pvefleet settings ...`

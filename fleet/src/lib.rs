@@ -24,6 +24,7 @@
 //! - [`migration`]: where an operator's `vm migrate` sends a VM (its PVE cluster, every rule).
 //! - [`maintenance`]: draining a host in maintenance, and bringing its guests back home.
 //! - [`failback`]: VMs back to the host their node affinity prefers, once it is available.
+//! - [`rebalance`]: the moves that would even out the load (a plan, shown, not carried out).
 //! - [`reconcile`]: what to do next for every VM, and what an agent's result means.
 //! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
 //! - [`liveness`]: which silent hosts are unreachable, which are proven fenced (the lease
@@ -37,9 +38,12 @@ pub mod failback;
 pub mod liveness;
 pub mod maintenance;
 pub mod migration;
+pub mod rebalance;
 pub mod reconcile;
 pub mod recovery;
 pub mod scheduler;
 pub mod state;
+#[cfg(test)]
+mod test_world;
 pub mod views;
 pub mod vip;

@@ -4,129 +4,17 @@
 //! a host that is not online cannot go into maintenance, and the guests come home after it.
 
 use protocol::NodeId;
-use protocol::agent::StorageInfo;
-use protocol::fleet::{Capacity, HostFacts, HostState, MigrationPurpose, PVE_CLUSTER_LABEL};
+use protocol::fleet::{HostState, MigrationPurpose};
 use protocol::spec::VmSpec;
 
 use super::{DRAIN_PARALLEL, DRAIN_RETRY_MS, left_on, plan};
-use crate::state::{Command, CommandReply, FleetState, StateError};
+use crate::state::Command;
+use crate::test_world::{World, alpha};
 use crate::views::host_views;
-
-struct World {
-    state: FleetState,
-    index: u64,
-}
-
-impl World {
-    fn ok(&mut self, cmd: Command) {
-        self.index += 1;
-        let shown = format!("{cmd:?}");
-        let reply = self.state.apply(self.index, cmd);
-        assert!(
-            !matches!(reply, CommandReply::Refused(_)),
-            "{shown}: {reply:?}"
-        );
-    }
-
-    fn err(&mut self, cmd: Command) -> StateError {
-        self.index += 1;
-        match self.state.apply(self.index, cmd) {
-            CommandReply::Refused(e) => e,
-            other => panic!("accepted: {other:?}"),
-        }
-    }
-
-    fn host(&mut self, id: NodeId, name: &str) {
-        self.ok(Command::RegisterHost {
-            id,
-            name: name.into(),
-            labels: [(PVE_CLUSTER_LABEL.to_string(), "alpha".to_string())].into(),
-            capacity: Capacity {
-                cpus: 32,
-                memory_mib: 131_072,
-            },
-            now: 1,
-        });
-        self.ok(Command::SetHostFacts {
-            id,
-            facts: Box::new(HostFacts {
-                pve_version: "9.1.1".into(),
-                storages: vec![StorageInfo {
-                    id: "local-lvm".into(),
-                    kind: "lvmthin".into(),
-                    content: ["images".to_string()].into(),
-                    active: true,
-                    total_bytes: 1 << 42,
-                    available_bytes: 1 << 42,
-                    ..StorageInfo::default()
-                }],
-                ..HostFacts::default()
-            }),
-        });
-        self.ok(Command::SetHostState {
-            id,
-            state: HostState::Online,
-            now: 1,
-        });
-    }
-
-    fn vm(&mut self, name: &str, host: NodeId) {
-        self.ok(Command::apply_vm(VmSpec::new(name, 1024), 2));
-        self.ok(Command::ScheduleVm {
-            name: name.into(),
-            host: Some(host),
-            expected: None,
-            now: 2,
-        });
-        self.ok(Command::AllocateVmid {
-            vm: name.into(),
-            avoid: vec![],
-            now: 2,
-        });
-    }
-
-    fn step(&mut self, now: u64) -> Vec<(String, NodeId, MigrationPurpose)> {
-        let cmds = plan(&self.state, host_views(&self.state), now);
-        let mut out = Vec::new();
-        for cmd in cmds {
-            if let Command::StartMigration {
-                name, to, purpose, ..
-            } = &cmd
-            {
-                out.push((name.clone(), *to, *purpose));
-            }
-            self.ok(cmd);
-        }
-        out
-    }
-
-    fn end(&mut self, name: &str, node: Option<&str>, now: u64) {
-        self.ok(Command::EndMigration {
-            name: name.into(),
-            node: node.map(str::to_string),
-            message: "test".into(),
-            now,
-        });
-    }
-}
 
 /// Nodes 1 (pve-a), 2 (pve-b), 3 (pve-c) of PVE cluster alpha; ten VMs on pve-a.
 fn world() -> World {
-    let mut w = World {
-        state: FleetState::new(),
-        index: 0,
-    };
-    w.ok(Command::PutVmidRange {
-        spec: protocol::spec::VmidRangeSpec {
-            name: "main".into(),
-            start: 100,
-            end: 199,
-        },
-        now: 1,
-    });
-    for (id, name) in [(1, "pve-a"), (2, "pve-b"), (3, "pve-c")] {
-        w.host(id, name);
-    }
+    let mut w = alpha();
     for i in 0..10 {
         w.vm(&format!("vm-{i}"), 1);
     }

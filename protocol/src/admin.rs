@@ -12,6 +12,7 @@ mod members;
 mod methods;
 mod migrate;
 mod ops;
+mod rebalance;
 mod resources;
 mod tokens;
 mod vips;
@@ -33,6 +34,7 @@ pub use ops::{
     SNAPSHOT_CHANGE_WAIT, SNAPSHOT_LIST_WAIT, VmExplain, VmExplainReply, VmPower, VmPowerAction,
     VmPowerReply, VmSnapshot, VmSnapshotReply,
 };
+pub use rebalance::{RebalanceMove, RebalancePlan, RebalancePlanReply};
 pub use resources::{
     AllocateIp, AllocateIpReply, PoolApply, PoolDelete, PoolList, PoolListReply, ReleaseIp,
     VipApply, VipDelete, VipList, VipListReply, VmidRangeApply, VmidRangeDelete, VmidRangeList,

@@ -205,6 +205,62 @@ impl Fleet {
             .unwrap_or_else(|e| panic!("restarting agent {name}: {e}"));
     }
 
+    /// Where each guest runs according to `control`'s simulator (the ground truth): its name
+    /// and the nodes running it (more than one is a violation the tests look for).
+    pub fn running_in_pve(&self, control: &SimControl) -> BTreeMap<String, Vec<String>> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let vms = self
+            .block_on(control.vms())
+            .unwrap_or_else(|e| panic!("listing the simulator's guests: {e}"));
+        for vm in vms {
+            if vm.running && !vm.template {
+                out.entry(vm.name.unwrap_or_default())
+                    .or_default()
+                    .push(vm.node);
+            }
+        }
+        out
+    }
+
+    /// `pvefleet ARGS` (JSON output) run to its end while `control`'s simulator is sampled
+    /// every 50 ms: at most one running copy of every guest at any time, and the command ends
+    /// within `limit`.
+    pub fn cli_sampled(
+        &self,
+        args: &[&str],
+        control: &SimControl,
+        limit: Duration,
+    ) -> std::process::Output {
+        let program = self.cluster.cli_program();
+        let mut full: Vec<String> = vec![
+            "--config".into(),
+            self.cluster.cli_config.display().to_string(),
+            "--output".into(),
+            "json".into(),
+        ];
+        full.extend(args.iter().map(|a| a.to_string()));
+        let child = std::thread::spawn(move || {
+            std::process::Command::new(program)
+                .args(&full)
+                .output()
+                .unwrap_or_else(|e| panic!("running pvefleet: {e}"))
+        });
+        let started = Instant::now();
+        while !child.is_finished() {
+            assert!(started.elapsed() < limit, "pvefleet {args:?} hangs");
+            for (name, nodes) in self.running_in_pve(control) {
+                assert!(
+                    nodes.len() <= 1,
+                    "{name} runs on {nodes:?} (pvefleet {args:?})"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+            .join()
+            .unwrap_or_else(|_| panic!("pvefleet {args:?}: the thread panicked"))
+    }
+
     /// Runs a future on the fleet's runtime (for PVE API calls of a test).
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.cluster.block_on(f)

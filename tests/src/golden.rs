@@ -1445,6 +1445,19 @@ fn wire_samples(out: &mut Vec<Golden>) {
     );
     rpc(
         out,
+        admin::RebalancePlan {},
+        admin::RebalancePlanReply {
+            moves: vec![admin::RebalanceMove {
+                vm: "web".into(),
+                from: "pve-a".into(),
+                to: "pve-b".into(),
+                spread_before: 42.5,
+                spread_after: 12.25,
+            }],
+        },
+    );
+    rpc(
+        out,
         admin::HostMaintenance {
             host: "pve-a".into(),
             action: admin::MaintenanceAction::Enable,

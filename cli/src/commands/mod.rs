@@ -15,6 +15,7 @@ mod member;
 mod migrate;
 mod pool;
 mod range;
+mod rebalance;
 mod session;
 mod settings;
 mod shutdown_signal;
@@ -43,6 +44,7 @@ pub(crate) async fn dispatch(session: &mut Session<'_>, command: &Command) -> Re
         Command::Vip(c) => vip::run(session, c).await,
         Command::Host(c) => host::run(session, c).await,
         Command::Settings(c) => settings::run(session, c).await,
+        Command::Rebalance(c) => rebalance::run(session, c).await,
         Command::Events(a) => events::run(session, a).await,
         Command::Alloc(c) => alloc::run(session, c).await,
         Command::Demo(a) => demo::run(session, a).await,

@@ -2,7 +2,7 @@
 //! `vm snapshot create|ls|rollback|delete` (what was done, then the VM's snapshots) and
 //! `vm migrate` (the move recorded).
 
-use protocol::admin::{VmMigrateReply, VmPowerReply, VmSnapshotReply};
+use protocol::admin::{RebalancePlanReply, VmMigrateReply, VmPowerReply, VmSnapshotReply};
 use serde::Serialize;
 
 use super::human::age;
@@ -68,5 +68,26 @@ impl Render for VmMigrateReply {
                 self.from, self.to, self.chosen
             )
         }
+    }
+}
+
+impl Render for RebalancePlanReply {
+    fn table(&self, _ctx: &Context) -> String {
+        if self.moves.is_empty() {
+            return "balanced: no move would even out the load enough\n".to_string();
+        }
+        let mut t = Table::new(&["VM", "FROM", "TO", "SPREAD BEFORE", "SPREAD AFTER"]);
+        for m in &self.moves {
+            t.row(vec![
+                m.vm.clone(),
+                m.from.clone(),
+                m.to.clone(),
+                format!("{:.1}%", m.spread_before),
+                format!("{:.1}%", m.spread_after),
+            ]);
+        }
+        let mut out = t.render();
+        out.push_str("a plan only: move a guest with `pvefleet vm migrate NAME --to HOST`\n");
+        out
     }
 }

@@ -146,7 +146,7 @@ async fn reads_are_linearizable_unless_stale_is_asked_for() {
     result.unwrap();
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&out).unwrap(),
-        json!({"vms": [], "recoveries": {}})
+        json!({"vms": [], "recoveries": {}, "migrations": {}})
     );
     let (result, _) = pvefleet(&config, &["vm", "ls", "--stale", "-o", "json"]).await;
     result.unwrap();

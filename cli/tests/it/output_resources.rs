@@ -78,7 +78,7 @@ Running     true     Started   90m
                 "cloud_init": null, "agent": false, "onboot": false, "protection": false,
                 "state": "running", "restart": "never",
                 "placement": {"hosts": [], "exclude_hosts": [], "labels": {},
-                              "apart_from": [], "together_with": []},
+                              "apart_from": [], "together_with": [], "node_affinity": null},
                 "ha": {"state": "started", "max_restart": null, "max_relocate": null,
                        "recovery": null},
                 "vmid_range": null

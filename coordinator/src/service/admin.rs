@@ -15,7 +15,8 @@ use protocol::admin::{
     VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
 use protocol::admin::{
-    HostMaintenance, HostStatus, VipMove, VipStatus, VmExplain, VmMigrate, VmPower, VmSnapshot,
+    HostMaintenance, HostStatus, RebalancePlan, VipMove, VipStatus, VmExplain, VmMigrate, VmPower,
+    VmSnapshot,
 };
 use protocol::fleet::UnixMillis;
 use protocol::join::JoinRequest;
@@ -160,6 +161,20 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         ctx.on_leader(&caller, req, |r| {
             let ctx = Arc::clone(&ctx);
             async move { ctx.vm_snapshot(&r).await }
+        })
+        .await
+    });
+    custom::<RebalancePlan, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.rebalance_plan(&r).await }
+        })
+        .await
+    });
+    custom::<RebalancePlan, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.rebalance_plan(&r).await }
         })
         .await
     });

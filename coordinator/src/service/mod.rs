@@ -25,6 +25,7 @@ pub(crate) mod members;
 pub(crate) mod migrate;
 pub(crate) mod ops;
 pub(crate) mod reads;
+pub(crate) mod rebalance;
 pub(crate) mod renew;
 pub(crate) mod route;
 pub(crate) mod status;

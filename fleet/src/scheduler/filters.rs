@@ -9,7 +9,6 @@ use protocol::spec::VmSpec;
 use serde::Serialize;
 
 use super::inputs::HostView;
-use super::rules::{self, Partners};
 
 const MIB: u64 = 1024 * 1024;
 const GIB: u64 = 1024 * MIB;
@@ -107,24 +106,28 @@ pub(crate) fn memory_limit_mib(host: &HostView, settings: &Settings) -> u64 {
     usable.saturating_mul(u64::from(settings.memory_overcommit_percent)) / 100
 }
 
-/// The first filter the host fails: the host's own constraints, then the affinity rules
-/// (`partners`: where the VM's affinity partners are), then the resources.
-pub(crate) fn first_exclusion(
+/// The first of the host's own constraints it fails (state, allowed and excluded hosts,
+/// labels): tried before the affinity rules.
+pub(crate) fn constraint_exclusion(
     vm: &VmSpec,
     host: &HostView,
     settings: &Settings,
-    partners: &Partners<'_>,
 ) -> Option<Exclusion> {
-    let (constraints, resources) = FILTERS.split_at(4);
-    constraints
+    FILTERS[..4]
         .iter()
         .find_map(|filter| filter(vm, host, settings))
-        .or_else(|| rules::exclusion(vm, host, partners))
-        .or_else(|| {
-            resources
-                .iter()
-                .find_map(|filter| filter(vm, host, settings))
-        })
+}
+
+/// The first resource filter the host fails (VM limit, CPU, memory, storage, bridge,
+/// template): tried after the affinity rules.
+pub(crate) fn resource_exclusion(
+    vm: &VmSpec,
+    host: &HostView,
+    settings: &Settings,
+) -> Option<Exclusion> {
+    FILTERS[4..]
+        .iter()
+        .find_map(|filter| filter(vm, host, settings))
 }
 
 fn state(_: &VmSpec, host: &HostView, _: &Settings) -> Option<Exclusion> {

@@ -117,7 +117,10 @@ pub fn explain_with(
     let mut counted = Vec::new();
     let partners = rules::partners(vm, pending, &sorted);
     for host in sorted {
-        let exclusion = filters::first_exclusion(vm, host, settings, &partners);
+        // The host's own constraints, then the affinity rules, then the resources.
+        let exclusion = filters::constraint_exclusion(vm, host, settings)
+            .or_else(|| rules::exclusion(vm, host, &partners))
+            .or_else(|| filters::resource_exclusion(vm, host, settings));
         if host.state == HostState::Online {
             counted.push((host, exclusion.is_none()));
         }

@@ -5,10 +5,10 @@
 use super::{
     AdminAdd, AdminList, AdminRevoke, AllocateIp, AllocateVmid, ClusterStatus, Events, FleetGet,
     HostList, HostMaintenance, HostStatus, MemberList, MemberPromote, MemberRemove,
-    MemberReportVersions, PoolApply, PoolDelete, PoolList, ReleaseIp, SettingsGet, SettingsPut,
-    TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList, VipMove, VipStatus, VmApply,
-    VmDelete, VmExplain, VmGet, VmList, VmMigrate, VmPower, VmSnapshot, VmidRangeApply,
-    VmidRangeDelete, VmidRangeList,
+    MemberReportVersions, PoolApply, PoolDelete, PoolList, RebalancePlan, ReleaseIp, SettingsGet,
+    SettingsPut, TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList, VipMove,
+    VipStatus, VmApply, VmDelete, VmExplain, VmGet, VmList, VmMigrate, VmPower, VmSnapshot,
+    VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
 use crate::Rpc;
 
@@ -54,4 +54,5 @@ pub const METHODS: &[&str] = &[
     <VipMove as Rpc>::METHOD,
     <VmMigrate as Rpc>::METHOD,
     <HostMaintenance as Rpc>::METHOD,
+    <RebalancePlan as Rpc>::METHOD,
 ];

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use protocol::admin::HostStatusReply;
 use protocol::fleet::{HostState, VmPhase, VmRecord};
 use protocol::spec::{DiskOptions, DiskSpec, HaSpec, VmSpec};
-use pvefleet_tests::fleet::{Fleet, HostOptions, PveAccess, PveClusterOptions, SimControl};
+use pvefleet_tests::fleet::{Fleet, HostOptions, PveAccess, PveClusterOptions};
 
 const NODES: [&str; 3] = ["pve-r1", "pve-r2", "pve-r3"];
 const GUESTS: usize = 4;
@@ -59,19 +59,6 @@ fn host_states(fleet: &Fleet) -> BTreeMap<u64, (String, HostState)> {
         .into_iter()
         .map(|h| (h.host.id, (h.host.name, h.host.state)))
         .collect()
-}
-
-/// Where each guest runs according to the simulator: name → nodes running it.
-fn running_in_pve(fleet: &Fleet, control: &SimControl) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for vm in fleet.block_on(control.vms()).unwrap() {
-        if vm.running && !vm.template {
-            out.entry(vm.name.unwrap_or_default())
-                .or_default()
-                .push(vm.node);
-        }
-    }
-    out
 }
 
 fn placed(vms: &[VmRecord]) -> BTreeMap<String, Option<u64>> {
@@ -122,7 +109,7 @@ fn a_powered_off_nodes_guests_are_relocated_after_its_fence_and_it_stays_empty_w
             continue;
         };
         let hosts = host_states(&fleet);
-        let pve = running_in_pve(&fleet, &control);
+        let pve = fleet.running_in_pve(&control);
         let t = off_at.elapsed();
         // One runner per VM.
         for (name, nodes) in &pve {
@@ -187,7 +174,7 @@ fn a_powered_off_nodes_guests_are_relocated_after_its_fence_and_it_stays_empty_w
     fleet.wait_host_online(victim_id);
     let until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < until {
-        let pve = running_in_pve(&fleet, &control);
+        let pve = fleet.running_in_pve(&control);
         for name in &moved {
             let nodes = pve.get(name).cloned().unwrap_or_default();
             assert!(
@@ -237,7 +224,7 @@ fn a_guest_that_fails_to_start_is_restarted_then_relocated_then_given_up() {
         relocation.contains(&format!("onto {now_on}")) && relocation.contains("relocation 1 of 1"),
         "{relocation}"
     );
-    let pve = running_in_pve(&fleet, &control);
+    let pve = fleet.running_in_pve(&control);
     assert_eq!(pve.get("flaky"), Some(&vec![now_on.clone()]));
 
     // Every start fails from now on: one retry where it is, no relocation left: HA error,

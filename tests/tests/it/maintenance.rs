@@ -7,10 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
-use std::collections::BTreeMap;
 use std::process::Output;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use protocol::fleet::VmPhase;
 use protocol::spec::{DiskOptions, DiskSpec, VmSpec};
@@ -34,28 +32,10 @@ fn guest(i: usize) -> VmSpec {
     spec
 }
 
-/// Nodes running each guest, per the simulator.
-fn running_in_pve(fleet: &Fleet, control: &SimControl) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for vm in fleet.block_on(control.vms()).unwrap() {
-        if vm.running && !vm.template {
-            out.entry(vm.name.unwrap_or_default())
-                .or_default()
-                .push(vm.node);
-        }
-    }
-    out
-}
-
 /// `pvefleet host maintenance ACTION HOST --wait`, the simulator sampled meanwhile: at most
 /// one running copy of every guest, all the time.
 fn maintenance_sampled(fleet: &Fleet, control: &SimControl, action: &str, host: &str) -> Output {
-    let program = fleet.cluster.cli_program();
-    let args: Vec<String> = [
-        "--config",
-        &fleet.cluster.cli_config.display().to_string(),
-        "--output",
-        "json",
+    let args = [
         "host",
         "maintenance",
         action,
@@ -63,32 +43,13 @@ fn maintenance_sampled(fleet: &Fleet, control: &SimControl, action: &str, host: 
         "--wait",
         "--wait-timeout",
         "4m",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let child = thread::spawn(move || {
-        std::process::Command::new(program)
-            .args(&args)
-            .output()
-            .unwrap()
-    });
-    let started = Instant::now();
-    while !child.is_finished() {
-        assert!(
-            started.elapsed() < Duration::from_secs(300),
-            "maintenance hangs"
-        );
-        for (name, nodes) in running_in_pve(fleet, control) {
-            assert!(nodes.len() <= 1, "{name} runs on {nodes:?}");
-        }
-        thread::sleep(Duration::from_millis(100));
-    }
-    child.join().unwrap()
+    ];
+    fleet.cli_sampled(&args, control, Duration::from_secs(300))
 }
 
 fn on_node(fleet: &Fleet, control: &SimControl, node: &str) -> usize {
-    running_in_pve(fleet, control)
+    fleet
+        .running_in_pve(control)
         .values()
         .filter(|nodes| nodes.as_slice() == [node.to_string()])
         .count()
@@ -128,7 +89,7 @@ fn a_host_with_twenty_guests_is_drained_by_live_migration_and_gets_them_back() {
         "{stdout}"
     );
     assert_eq!(on_node(&fleet, &control, NODES[0]), 0);
-    let pve = running_in_pve(&fleet, &control);
+    let pve = fleet.running_in_pve(&control);
     assert_eq!(pve.len(), GUESTS, "{pve:?}");
     // Spread over both other nodes, not piled on one.
     for node in &NODES[1..] {

@@ -10,8 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::process::Output;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use protocol::fleet::VmPhase;
 use protocol::spec::{DiskOptions, DiskSpec, VmSpec};
@@ -28,19 +27,6 @@ fn vm(name: &str, storage: &str) -> VmSpec {
         options: DiskOptions::default(),
     }];
     spec
-}
-
-/// Nodes running each VM, per the simulator.
-fn running_in_pve(fleet: &Fleet, control: &SimControl) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for vm in fleet.block_on(control.vms()).unwrap() {
-        if vm.running && !vm.template {
-            out.entry(vm.name.unwrap_or_default())
-                .or_default()
-                .push(vm.node);
-        }
-    }
-    out
 }
 
 fn host_name_of(fleet: &Fleet, vm: &str) -> String {
@@ -61,41 +47,19 @@ fn host_name_of(fleet: &Fleet, vm: &str) -> String {
         .to_string()
 }
 
-/// Runs `pvefleet vm migrate ... --wait` in a thread while the simulator is sampled: at most
-/// one running copy of `name` at any time.
+/// `pvefleet vm migrate NAME --to TO --wait`, the simulator sampled meanwhile for two copies.
 fn migrate_sampled(fleet: &Fleet, control: &SimControl, name: &str, to: &str) -> Output {
-    let program = fleet.cluster.cli_program();
-    let config = fleet.cluster.cli_config.clone();
-    let args = vec![
-        "--config".to_string(),
-        config.display().to_string(),
-        "vm".into(),
-        "migrate".into(),
-        name.into(),
-        "--to".into(),
-        to.into(),
-        "--wait".into(),
-        "--wait-timeout".into(),
-        "2m".into(),
+    let args = [
+        "vm",
+        "migrate",
+        name,
+        "--to",
+        to,
+        "--wait",
+        "--wait-timeout",
+        "2m",
     ];
-    let child = thread::spawn(move || {
-        std::process::Command::new(program)
-            .args(&args)
-            .output()
-            .unwrap()
-    });
-    let started = Instant::now();
-    while !child.is_finished() {
-        assert!(
-            started.elapsed() < Duration::from_secs(150),
-            "migrate hangs"
-        );
-        let pve = running_in_pve(fleet, control);
-        let copies = pve.get(name).map_or(0, Vec::len);
-        assert!(copies <= 1, "{name} runs on {:?}", pve.get(name));
-        thread::sleep(Duration::from_millis(50));
-    }
-    child.join().unwrap()
+    fleet.cli_sampled(&args, control, Duration::from_secs(150))
 }
 
 #[test]
@@ -137,7 +101,7 @@ fn running_vms_move_live_within_their_pve_cluster_and_a_failed_move_leaves_them_
             String::from_utf8_lossy(&out.stderr)
         );
         // PVE: on the target, running, same VMID; the fleet: the target is its host.
-        let pve = running_in_pve(&fleet, &control);
+        let pve = fleet.running_in_pve(&control);
         assert_eq!(pve.get(name), Some(&vec![to.clone()]), "{pve:?}");
         let moved = fleet
             .block_on(control.vms())
@@ -169,7 +133,7 @@ fn running_vms_move_live_within_their_pve_cluster_and_a_failed_move_leaves_them_
         "{stderr}"
     );
     assert_eq!(host_name_of(&fleet, "local-1"), from);
-    let pve = running_in_pve(&fleet, &control);
+    let pve = fleet.running_in_pve(&control);
     assert_eq!(pve.get("local-1"), Some(&vec![from.clone()]), "{pve:?}");
 
     // What cannot move is refused, naming why.
