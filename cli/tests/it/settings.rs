@@ -125,3 +125,42 @@ async fn vm_show_tells_the_ha_values_the_vm_leaves_to_the_fleet() {
         "{out}"
     );
 }
+
+#[test]
+fn maintenance_status_and_the_rebalance_plan_read_as_tables() {
+    use crate::support::fixtures::table;
+    use protocol::admin::{GuestLeft, HostMaintenanceReply, RebalanceMove, RebalancePlanReply};
+    use protocol::fleet::HostState;
+    let reply = HostMaintenanceReply {
+        host: "pve-a".into(),
+        state: HostState::Maintenance,
+        left: vec![GuestLeft {
+            vm: "db-1".into(),
+            why: "moving to pve-b".into(),
+        }],
+        away: vec!["web-1".into()],
+    };
+    assert_eq!(
+        table(&reply),
+        "host pve-a: maintenance\nVM     STILL HERE BECAUSE\ndb-1   moving to pve-b\n\
+         drained off it, to come back once it is online: web-1\n"
+    );
+    let plan = RebalancePlanReply {
+        moves: vec![RebalanceMove {
+            vm: "web-1".into(),
+            from: "pve-a".into(),
+            to: "pve-c".into(),
+            spread_before: 21.25,
+            spread_after: 12.5,
+        }],
+    };
+    let text = table(&plan);
+    assert!(text.contains("web-1   pve-a   pve-c   21.2%"), "{text}");
+    assert!(
+        text.ends_with("a plan only: move a guest with `pvefleet vm migrate NAME --to HOST`\n")
+    );
+    assert_eq!(
+        table(&RebalancePlanReply { moves: vec![] }),
+        "balanced: no move would even out the load enough\n"
+    );
+}
