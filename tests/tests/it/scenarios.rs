@@ -77,6 +77,7 @@ scenarios! {
     affinity_group => "affinity-group",
     maintenance_drain => "maintenance-drain",
     maintenance_power_off => "maintenance-power-off",
+    maintenance_stubborn => "maintenance-stubborn",
     migrate_stubborn => "migrate-stubborn",
     node_affinity_failback => "node-affinity-failback",
     spread_17 => "spread-17",
