@@ -1,5 +1,6 @@
-//! Hosts, coordinator members and settings: registration and lifecycle, bookkeeping of the Raft
-//! members (the membership itself is openraft's), and the node ids nobody may reuse.
+//! Hosts, coordinator members and settings: registration and lifecycle (maintenance included),
+//! bookkeeping of the Raft members (the membership itself is openraft's), and the node ids
+//! nobody may reuse.
 
 use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
@@ -175,14 +176,62 @@ impl FleetState {
         Ok(CommandReply::Done)
     }
 
-    /// Moves a known host to `state` with `reason` and records the event.
-    pub(super) fn move_host(
+    /// Puts host `id` into maintenance or takes it out; see [`super::Command::SetMaintenance`].
+    pub(super) fn set_maintenance(
         &mut self,
         id: NodeId,
-        state: HostState,
-        reason: String,
+        enable: bool,
         now: UnixMillis,
-    ) {
+    ) -> Result<CommandReply, StateError> {
+        let host = self
+            .hosts
+            .get(&id)
+            .ok_or_else(|| not_found(EventKind::Host, id.to_string()))?;
+        let (from, to, reason) = if enable {
+            (
+                HostState::Online,
+                HostState::Maintenance,
+                "maintenance: its guests and VIPs are moved off",
+            )
+        } else {
+            (
+                HostState::Maintenance,
+                HostState::Online,
+                "maintenance over: the guests drained off it come back",
+            )
+        };
+        if host.state == to {
+            return Ok(CommandReply::Done);
+        }
+        if host.state != from {
+            return Err(StateError::Conflict(if enable {
+                format!(
+                    "host {} is {}: only an online host goes into maintenance (a host that may \
+                     be down cannot be drained; its HA guests are recovered once it is fenced)",
+                    host.name, host.state
+                )
+            } else {
+                format!("host {} is {}, not in maintenance", host.name, host.state)
+            }));
+        }
+        if !enable {
+            // Failed drains start afresh at the next maintenance.
+            let on_host: Vec<String> = self
+                .vms
+                .iter()
+                .filter(|(_, r)| r.assignment.host == Some(id))
+                .map(|(n, _)| n.clone())
+                .collect();
+            for name in on_host {
+                self.drain_failed_at.remove(&name);
+            }
+        }
+        self.move_host(id, to, reason.to_string(), now);
+        Ok(CommandReply::Done)
+    }
+
+    /// Moves a known host to `state` with `reason` and records the event.
+    fn move_host(&mut self, id: NodeId, state: HostState, reason: String, now: UnixMillis) {
         let Some(host) = self.hosts.get_mut(&id) else {
             return;
         };
