@@ -9,10 +9,11 @@
 //!                   ▼
 //!  results ─▶ on_result ─▶ apply ─▶ recovery::plan(state) ─▶ RecoverVm | EndRecovery
 //!          ─▶ maintenance::plan, failback::plan ─▶ StartMigration (drain, home, failback)
+//!          ─▶ rebalancer::decide (hold kept per term) ─▶ StartMigration (rebalance, one at a time)
 //!          ─▶ plan(state, live, inflight) ─▶ apply (VMs in parallel, each VM's actions in order)
 //! ```
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -20,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::control::{Arrived, Control};
 use crate::leader_ticks::LeaderTicks;
 use crate::service::Ctx;
+use fleet::rebalancer::{self, Hold};
 use fleet::reconcile::status::{allocation_failed, on_result};
 use fleet::reconcile::{Action, Backoff, Clock, plan};
 use fleet::recovery::{self, RecoveryAction};
@@ -33,12 +35,17 @@ const PARALLEL_VMS: usize = 16;
 /// The reconciler of one member (it acts only while the member leads).
 pub(crate) struct Reconciler {
     ctx: Arc<Ctx>,
+    /// Automatic rebalancing's hold, and the term it was kept in (a new term starts over).
+    rebalance_hold: Mutex<(u64, Hold)>,
 }
 
 impl Reconciler {
     /// The reconciler over the member's shared context.
     pub(crate) fn new(ctx: Arc<Ctx>) -> Reconciler {
-        Reconciler { ctx }
+        Reconciler {
+            ctx,
+            rebalance_hold: Mutex::new((0, Hold::default())),
+        }
     }
 
     /// Runs until `shutdown`.
@@ -66,6 +73,7 @@ impl Reconciler {
         }
         self.recover().await;
         self.maintain().await;
+        self.rebalance(term).await;
         let now = control.now();
         let (live, inflight) = control.plan_inputs();
         let policy = control.policy();
@@ -164,6 +172,46 @@ impl Reconciler {
         }
     }
 
+    /// Automatic rebalancing (once the cluster reads migrations, and when it is on): the
+    /// decision of [`rebalancer::decide`], at most one move. A refusal is the state moving
+    /// under the decision (another move, rebalancing turned off): the next pass sees it.
+    async fn rebalance(&self, term: u64) {
+        let now = self.ctx.control.now();
+        let held = {
+            let held = lock(&self.rebalance_hold);
+            if held.0 == term {
+                held.1.clone()
+            } else {
+                Hold::default()
+            }
+        };
+        let decided = self.ctx.read_local(|s| {
+            (s.cluster_version() >= MIGRATION).then(|| {
+                let views = self.ctx.control.host_views(s);
+                rebalancer::decide(s, &views, &held, now.mono_ms, now.unix_ms)
+            })
+        });
+        let decision = match decided {
+            Ok(Some(d)) => d,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "reconciler: cannot read the state");
+                return;
+            }
+        };
+        *lock(&self.rebalance_hold) = (term, decision.hold);
+        let Some(cmd) = decision.command else {
+            return;
+        };
+        match self.ctx.propose_raw(&cmd).await {
+            Ok(Ok(_)) => tracing::info!(command = ?cmd, "rebalancing: moving a guest"),
+            Ok(Err(refusal)) => {
+                tracing::debug!(error = %refusal, "reconciler: rebalancing move refused");
+            }
+            Err(e) => tracing::debug!(error = %e, "reconciler: rebalancing move not proposed"),
+        }
+    }
+
     /// Applies `actions`: VMs in parallel, each VM's actions in order.
     async fn apply(&self, term: u64, now: Clock, actions: Vec<Action>) {
         let mut groups: Vec<Vec<Action>> = Vec::new();
@@ -182,6 +230,11 @@ impl Reconciler {
         }
         while running.join_next().await.is_some() {}
     }
+}
+
+/// The guarded value, even if a holder panicked (the hold is only a delay to keep).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The reactions to the results, memory updated as each is taken into account.

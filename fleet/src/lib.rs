@@ -25,6 +25,7 @@
 //! - [`maintenance`]: draining a host in maintenance, and bringing its guests back home.
 //! - [`failback`]: VMs back to the host their node affinity prefers, once it is available.
 //! - [`rebalance`]: the moves that would even out the load (a plan, shown, not carried out).
+//! - [`rebalancer`]: automatic rebalancing: one move at a time, after a hold, when it is on.
 //! - [`reconcile`]: what to do next for every VM, and what an agent's result means.
 //! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
 //! - [`liveness`]: which silent hosts are unreachable, which are proven fenced (the lease
@@ -39,6 +40,7 @@ pub mod liveness;
 pub mod maintenance;
 pub mod migration;
 pub mod rebalance;
+pub mod rebalancer;
 pub mod reconcile;
 pub mod recovery;
 pub mod scheduler;

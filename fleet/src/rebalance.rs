@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use protocol::NodeId;
 use protocol::fleet::{HostState, PVE_CLUSTER_LABEL};
+use protocol::spec::HaState;
 
 #[cfg(test)]
 #[path = "rebalance_tests.rs"]
@@ -66,10 +67,16 @@ pub struct PlannedMove {
 }
 
 /// The moves that would even out the load; see the module documentation.
-pub fn plan(
+pub fn plan(state: &FleetState, views: Vec<HostView>, cfg: &RebalanceConfig) -> Vec<PlannedMove> {
+    plan_in(state, views, cfg, None)
+}
+
+/// [`plan`] for the hosts of PVE cluster `only` (every cluster: `None`).
+pub fn plan_in(
     state: &FleetState,
     mut views: Vec<HostView>,
     cfg: &RebalanceConfig,
+    only: Option<&str>,
 ) -> Vec<PlannedMove> {
     let mut moves = Vec::new();
     // VMs by host, as the plan moves them (the state does not change).
@@ -79,23 +86,13 @@ pub fn plan(
         .filter(|(_, r)| !r.deleting)
         .filter_map(|(n, r)| Some((n.clone(), r.assignment.host?)))
         .collect();
-    let clusters: Vec<String> = {
-        let mut c: Vec<String> = views
-            .iter()
-            .filter_map(|v| v.labels.get(PVE_CLUSTER_LABEL).cloned())
-            .collect();
-        c.sort();
-        c.dedup();
-        c
+    let clusters: Vec<String> = match only {
+        Some(c) => vec![c.to_string()],
+        None => clusters(&views),
     };
     for cluster in clusters {
         while moves.len() < cfg.max_moves {
-            let members: Vec<usize> = (0..views.len())
-                .filter(|&i| {
-                    views[i].state == HostState::Online
-                        && views[i].labels.get(PVE_CLUSTER_LABEL) == Some(&cluster)
-                })
-                .collect();
+            let members = members(&views, &cluster);
             let before = imbalance(&views, &members);
             if members.len() < 2 || before <= cfg.threshold_pct {
                 break;
@@ -123,10 +120,10 @@ pub fn plan(
                 .collect();
             let mut best: Option<(String, usize, f64)> = None;
             for name in guests {
-                let Some(rec) = state.vm(name) else { continue };
-                if pinned(&rec.spec) || state.migration(name).is_some() {
+                if !movable(state, name) {
                     continue;
                 }
+                let Some(rec) = state.vm(name) else { continue };
                 let Ok(t) = target_from(state, &scoped, name, from_id) else {
                     continue;
                 };
@@ -164,6 +161,48 @@ pub fn plan(
         }
     }
     moves
+}
+
+/// The imbalance of PVE cluster `cluster` (percent points); `None` when it has fewer than two
+/// online hosts, which nothing can balance.
+pub fn cluster_imbalance(views: &[HostView], cluster: &str) -> Option<f64> {
+    let members = members(views, cluster);
+    (members.len() >= 2).then(|| imbalance(views, &members))
+}
+
+/// The PVE clusters of `views`, sorted.
+pub fn clusters(views: &[HostView]) -> Vec<String> {
+    let mut c: Vec<String> = views
+        .iter()
+        .filter_map(|v| v.labels.get(PVE_CLUSTER_LABEL).cloned())
+        .collect();
+    c.sort();
+    c.dedup();
+    c
+}
+
+/// The online hosts of `cluster`, as indexes into `views`.
+fn members(views: &[HostView], cluster: &str) -> Vec<usize> {
+    (0..views.len())
+        .filter(|&i| {
+            views[i].state == HostState::Online
+                && views[i].labels.get(PVE_CLUSTER_LABEL).map(String::as_str) == Some(cluster)
+        })
+        .collect()
+}
+
+/// Whether rebalancing may move VM `name`: not pinned to one host, not moving or being
+/// recovered already, not waiting to go back home after a maintenance, and not left to an
+/// operator (HA `ignored`).
+fn movable(state: &FleetState, name: &str) -> bool {
+    let Some(rec) = state.vm(name) else {
+        return false;
+    };
+    !pinned(&rec.spec)
+        && rec.spec.ha.state != Some(HaState::Ignored)
+        && state.migration(name).is_none()
+        && state.recovery(name).is_none()
+        && !state.homes().contains_key(name)
 }
 
 /// The host `name` would move to from `from`, judged on `views` as the plan has them.

@@ -1,6 +1,6 @@
 //! The rebalancing plan against hand-built states: a skewed cluster is evened out move by move
-//! (each lowering the spread), a balanced one gets no move, a pinned guest never moves, and no
-//! move breaks an anti-affinity rule.
+//! (each lowering the spread), a balanced one gets no move, a pinned or HA-`ignored` guest never
+//! moves, and no move breaks an anti-affinity rule.
 
 use protocol::spec::VmSpec;
 
@@ -54,6 +54,11 @@ fn pinned_guests_stay_and_no_move_breaks_anti_affinity() {
         spec.placement.hosts = vec!["pve-a".into()];
         w.spec_on(spec, 1);
     }
+    assert!(plan(&w.state, host_views(&w.state), &RebalanceConfig::default()).is_empty());
+    // Nor a guest PVE HA-style `ignored` (left to the operator).
+    let mut ignored = VmSpec::new("ignored", 16384);
+    ignored.ha.state = Some(protocol::spec::HaState::Ignored);
+    w.spec_on(ignored, 1);
     assert!(plan(&w.state, host_views(&w.state), &RebalanceConfig::default()).is_empty());
     // Two replicas kept apart, one on pve-b: the one on pve-a may only go to pve-c.
     let replica = |name: &str| {

@@ -16,6 +16,7 @@ mod cluster;
 mod event;
 mod host_v1;
 mod migration;
+mod rebalancing;
 mod recovery;
 mod settings_v1;
 mod token;
@@ -32,6 +33,7 @@ pub use cluster::{
 pub use event::{Event, EventKind, EventLevel};
 pub use host_v1::HostV1;
 pub use migration::{Migration, MigrationPurpose};
+pub use rebalancing::Rebalancing;
 pub use recovery::{PVE_CLUSTER_LABEL, Recovery, StartFailures, TakeOver};
 pub use settings_v1::SettingsV1;
 pub use token::{StoredToken, TokenRefusal, TokenView, validate_token_record};

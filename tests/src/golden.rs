@@ -791,6 +791,12 @@ pub fn commands() -> Vec<Command> {
                     max_relocate: 2,
                     recovery: RecoveryMode::Recreate,
                 },
+                rebalance: protocol::fleet::Rebalancing {
+                    enabled: true,
+                    threshold_pct: 15,
+                    hold_s: 600,
+                    min_gain_pct: 2,
+                },
                 ..Settings::default()
             },
             now,
@@ -1454,6 +1460,11 @@ fn wire_samples(out: &mut Vec<Golden>) {
                 spread_before: 42.5,
                 spread_after: 12.25,
             }],
+            settings: protocol::fleet::Rebalancing {
+                enabled: true,
+                hold_s: 120,
+                ..protocol::fleet::Rebalancing::default()
+            },
         },
     );
     rpc(

@@ -1,4 +1,5 @@
-//! The table for `settings show|apply`: every setting with its value, the HA defaults last.
+//! The table for `settings show|apply`: every setting with its value, then the HA defaults and
+//! automatic rebalancing.
 
 use protocol::admin::SettingsReply;
 
@@ -29,6 +30,23 @@ impl Render for SettingsReply {
             ("ha.max_restart", s.ha.max_restart.to_string()),
             ("ha.max_relocate", s.ha.max_relocate.to_string()),
             ("ha.recovery", s.ha.recovery.to_string()),
+            (
+                "rebalance",
+                if s.rebalance.enabled {
+                    "on".to_string()
+                } else {
+                    "off (rebalance plan shows what it would do)".to_string()
+                },
+            ),
+            (
+                "rebalance above",
+                format!("{} (imbalance, percent points)", s.rebalance.threshold_pct),
+            ),
+            ("rebalance hold", format!("{} s", s.rebalance.hold_s)),
+            (
+                "rebalance min gain",
+                format!("{} (percent points)", s.rebalance.min_gain_pct),
+            ),
         ])
     }
 }

@@ -73,8 +73,22 @@ impl Render for VmMigrateReply {
 
 impl Render for RebalancePlanReply {
     fn table(&self, _ctx: &Context) -> String {
+        let r = &self.settings;
+        let automatic = if r.enabled {
+            format!(
+                "automatic rebalancing is on: the leader makes these moves one at a time once a \
+                 cluster stayed over {}% for {} s\n",
+                r.threshold_pct, r.hold_s
+            )
+        } else {
+            "automatic rebalancing is off ([settings.rebalance] enabled = true turns it on)\n"
+                .to_string()
+        };
         if self.moves.is_empty() {
-            return "balanced: no move would even out the load enough\n".to_string();
+            return format!(
+                "balanced: every PVE cluster is within {}% or no move lowers its spread by {}%\n{automatic}",
+                r.threshold_pct, r.min_gain_pct
+            );
         }
         let mut t = Table::new(&["VM", "FROM", "TO", "SPREAD BEFORE", "SPREAD AFTER"]);
         for m in &self.moves {
@@ -88,6 +102,7 @@ impl Render for RebalancePlanReply {
         }
         let mut out = t.render();
         out.push_str("a plan only: move a guest with `pvefleet vm migrate NAME --to HOST`\n");
+        out.push_str(&automatic);
         out
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use crate::support::{FakeMember, Pki, pvefleet};
 use cli::exit::ExitStatus;
 use protocol::admin::{SettingsGet, SettingsPut, SettingsReply, VmGet};
-use protocol::fleet::{Settings, VmRecord};
+use protocol::fleet::{Rebalancing, Settings, VmRecord};
 use protocol::spec::{HaDefaults, HaSpec, RecoveryMode, VmSpec};
 use transport::{Router, Service};
 
@@ -18,6 +18,11 @@ fn tuned() -> Settings {
             max_restart: 0,
             max_relocate: 2,
             recovery: RecoveryMode::Recreate,
+        },
+        rebalance: Rebalancing {
+            enabled: true,
+            hold_s: 120,
+            ..Rebalancing::default()
         },
         ..Settings::default()
     }
@@ -46,7 +51,8 @@ async fn settings_apply_sends_the_whole_table_and_show_prints_the_ha_defaults() 
     std::fs::write(
         &file,
         "[settings]\ncpu_overcommit_percent = 200\n[settings.ha]\nmax_restart = 0\n\
-         max_relocate = 2\nrecovery = \"recreate\"\n[[vm]]\nname = \"web\"\nmemory_mib = 512\n",
+         max_relocate = 2\nrecovery = \"recreate\"\n[settings.rebalance]\nenabled = true\n\
+         hold_s = 120\n[[vm]]\nname = \"web\"\nmemory_mib = 512\n",
     )
     .unwrap();
     let path = file.to_str().unwrap();
@@ -56,6 +62,8 @@ async fn settings_apply_sends_the_whole_table_and_show_prints_the_ha_defaults() 
     assert_eq!(*sent.lock().unwrap(), [tuned()]);
     assert!(out.contains("ha.recovery:          recreate\n"), "{out}");
     assert!(out.contains("cpu overcommit:       200%\n"), "{out}");
+    assert!(out.contains("rebalance:            on\n"), "{out}");
+    assert!(out.contains("rebalance hold:       120 s\n"), "{out}");
 
     let (result, out) = pvefleet(&config, &["-o", "json", "settings", "show"]).await;
     result.unwrap();
@@ -153,14 +161,28 @@ fn maintenance_status_and_the_rebalance_plan_read_as_tables() {
             spread_before: 21.25,
             spread_after: 12.5,
         }],
+        settings: Rebalancing::default(),
     };
     let text = table(&plan);
     assert!(text.contains("web-1   pve-a   pve-c   21.2%"), "{text}");
     assert!(
-        text.ends_with("a plan only: move a guest with `pvefleet vm migrate NAME --to HOST`\n")
+        text.ends_with(
+            "a plan only: move a guest with `pvefleet vm migrate NAME --to HOST`\n\
+             automatic rebalancing is off ([settings.rebalance] enabled = true turns it on)\n"
+        ),
+        "{text}"
     );
+    let on = Rebalancing {
+        enabled: true,
+        ..Rebalancing::default()
+    };
     assert_eq!(
-        table(&RebalancePlanReply { moves: vec![] }),
-        "balanced: no move would even out the load enough\n"
+        table(&RebalancePlanReply {
+            moves: vec![],
+            settings: on
+        }),
+        "balanced: every PVE cluster is within 10% or no move lowers its spread by 1%\n\
+         automatic rebalancing is on: the leader makes these moves one at a time once a cluster \
+         stayed over 10% for 300 s\n"
     );
 }

@@ -6,8 +6,9 @@
 //! VM's host while that host is online (its agent carries the move out; a host that may be
 //! down is recovery's business, never a migration's), to another online host of the same PVE
 //! cluster, for a VM that is placed, not being deleted, and not already moving or being
-//! recovered. The VM's host changes only when the source agent reported the VM on the target
-//! node, so the fleet never names a host the VM is not on.
+//! recovered; and automatic rebalancing, only while it is on and moves no other VM. The VM's
+//! host changes only when the source agent reported the VM on the target node, so the fleet
+//! never names a host the VM is not on.
 //!
 //! [`Command::StartMigration`]: super::Command::StartMigration
 //! [`Command::EndMigration`]: super::Command::EndMigration
@@ -67,6 +68,20 @@ impl FleetState {
         }
         if self.recoveries.contains_key(name) {
             return conflict("is being recovered from a fenced host".into());
+        }
+        if purpose == MigrationPurpose::Rebalance {
+            if !self.settings.rebalance.enabled {
+                return conflict("is not moved: automatic rebalancing is off".into());
+            }
+            if let Some((other, _)) = self
+                .migrations
+                .iter()
+                .find(|(_, m)| m.purpose == MigrationPurpose::Rebalance)
+            {
+                return conflict(format!(
+                    "is not moved: rebalancing moves one VM at a time, and {other} is moving"
+                ));
+            }
         }
         let Some(from) = rec.assignment.host else {
             return conflict("is not placed on a host yet".into());
@@ -190,7 +205,12 @@ impl FleetState {
             (MigrationPurpose::Home, _) => {
                 self.homes.remove(name);
             }
-            (MigrationPurpose::Operator | MigrationPurpose::Failback, _) => {}
+            (
+                MigrationPurpose::Operator
+                | MigrationPurpose::Failback
+                | MigrationPurpose::Rebalance,
+                _,
+            ) => {}
         }
         if moved {
             if let Some(rec) = self.vms.get_mut(name) {

@@ -133,7 +133,7 @@ pub(crate) async fn bring_up(
     apply(&client, scenario).await?;
     observer.narrate(&format!(
         "applied {} VM(s); waiting for their desired state",
-        scenario.fleet.vm.len()
+        scenario.vms_at_start().count()
     ));
     let mut sims = Vec::new();
     for c in lab.pve_clusters() {
@@ -201,7 +201,7 @@ async fn apply(client: &AdminClient, scenario: &Scenario) -> Result<(), Scenario
             .await
             .map_err(|e| fail("settings".to_string(), e))?;
     }
-    for spec in &fleet.vm {
+    for spec in scenario.vms_at_start() {
         client
             .call(&VmApply { spec: spec.clone() })
             .await
@@ -234,9 +234,7 @@ async fn converge(
             .await
         {
             Ok(reply) => scenario
-                .fleet
-                .vm
-                .iter()
+                .vms_at_start()
                 .filter_map(|spec| {
                     let rec = reply.vms.iter().find(|r| r.spec.name == spec.name);
                     let want = match spec.state {

@@ -14,6 +14,8 @@
 //!    or `disabled`) does not run in PVE, once it had [`STOP_GRACE_MS`] to stop after the
 //!    change; a VM with HA `ignored` is never moved by the fleet.
 //! 4. **One VIP owner**: at most one host holds each VIP, as the admin API reports holders.
+//! 5. **One rebalancing move at a time**: at most one VM is migrating for automatic
+//!    rebalancing in any sample (the storm guard of docs/design/maintenance.md).
 //!
 //! The sampler reads PVE before the fleet: a guest seen running was running before the
 //! desired state read after it, so a `vm start` racing the reads cannot fake rule 3.
@@ -21,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use protocol::fleet::HostState;
+use protocol::fleet::{HostState, MigrationPurpose};
 use protocol::spec::HaState;
 use serde::Serialize;
 
@@ -42,15 +44,18 @@ pub enum Invariant {
     DesiredState,
     /// Rule 4.
     OneVipOwner,
+    /// Rule 5.
+    OneRebalanceMove,
 }
 
 impl Invariant {
     /// Every rule, in order.
-    pub const ALL: [Invariant; 4] = [
+    pub const ALL: [Invariant; 5] = [
         Invariant::OneRunner,
         Invariant::NoRecoveryWithoutFencing,
         Invariant::DesiredState,
         Invariant::OneVipOwner,
+        Invariant::OneRebalanceMove,
     ];
 
     /// The rule in words.
@@ -60,6 +65,7 @@ impl Invariant {
             Invariant::NoRecoveryWithoutFencing => "no recovery without fencing",
             Invariant::DesiredState => "desired state respected",
             Invariant::OneVipOwner => "one VIP owner",
+            Invariant::OneRebalanceMove => "one rebalancing move at a time",
         }
     }
 }
@@ -157,6 +163,19 @@ impl Invariants {
                     ));
                 }
             }
+            let mut rebalancing: Vec<&str> = fleet
+                .vms
+                .iter()
+                .filter(|(_, v)| v.migrating == Some(MigrationPurpose::Rebalance))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            if rebalancing.len() > 1 {
+                rebalancing.sort_unstable();
+                out.push(violation(
+                    Invariant::OneRebalanceMove,
+                    format!("{} migrate for rebalancing at once", rebalancing.join(", ")),
+                ));
+            }
             self.last_fleet = Some(fleet.clone());
         }
         // 3. Stopped stays stopped (PVE's truth against the last known desired state).
@@ -234,6 +253,7 @@ pub fn check_all(
 
 #[cfg(test)]
 mod tests {
+    use super::super::sample::VmSample;
     use super::super::sample::fixtures::*;
     use super::*;
     use protocol::fleet::HostState::{Fenced, Online, Unreachable};
@@ -384,5 +404,40 @@ mod tests {
         let v = check(&[s]);
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].invariant, Invariant::OneVipOwner);
+    }
+
+    #[test]
+    fn two_rebalancing_moves_at_once_break_rule_five_and_other_moves_do_not() {
+        let moving = |purpose| VmSample {
+            migrating: Some(purpose),
+            ..vm("pve-a")
+        };
+        let hosts = [("pve-a", HostState::Online), ("pve-b", HostState::Online)];
+        // Four drains and one rebalancing move: fine.
+        let calm = sample(
+            0,
+            vec![],
+            &hosts,
+            &[
+                ("web-1", moving(MigrationPurpose::Drain)),
+                ("web-2", moving(MigrationPurpose::Drain)),
+                ("web-3", moving(MigrationPurpose::Rebalance)),
+            ],
+        );
+        assert!(check(std::slice::from_ref(&calm)).is_empty());
+        let two = sample(
+            1_000,
+            vec![],
+            &hosts,
+            &[
+                ("web-1", moving(MigrationPurpose::Rebalance)),
+                ("web-3", moving(MigrationPurpose::Rebalance)),
+            ],
+        );
+        let v = check(&[calm, two]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].invariant, Invariant::OneRebalanceMove);
+        assert_eq!(v[0].t_ms, 1_000);
+        assert!(v[0].detail.contains("web-1, web-3"), "{v:?}");
     }
 }

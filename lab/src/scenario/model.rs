@@ -172,6 +172,17 @@ pub enum Action {
         /// The VM.
         vm: String,
     },
+    /// VM `vm` of the file is applied (`pvefleet vm apply`): a VM named by this action is not
+    /// applied at the start.
+    VmApply {
+        /// The VM.
+        vm: String,
+    },
+    /// `pvefleet vm delete`.
+    VmDelete {
+        /// The VM.
+        vm: String,
+    },
     /// The VM's spec is applied again with `[vm.ha] state` changed (its power follows:
     /// `started` runs it, `stopped` and `disabled` stop it).
     VmHa {
@@ -207,6 +218,8 @@ impl Action {
             Action::VmStart { .. } => "vm-start",
             Action::VmStop { .. } => "vm-stop",
             Action::VmHa { .. } => "vm-ha",
+            Action::VmApply { .. } => "vm-apply",
+            Action::VmDelete { .. } => "vm-delete",
         }
     }
 
@@ -240,6 +253,8 @@ impl Action {
             | Action::PveHa { vm, .. }
             | Action::VmStart { vm }
             | Action::VmStop { vm }
+            | Action::VmApply { vm }
+            | Action::VmDelete { vm }
             | Action::VmHa { vm, .. } => Some(vm),
             _ => None,
         }
@@ -269,7 +284,10 @@ impl Action {
             Action::Lock { vm, lock } => format!("lock {vm} ({lock})"),
             Action::PveHa { vm, state } => format!("pve-ha {vm} (PVE HA state {state})"),
             Action::VmHa { vm, state } => format!("vm-ha {vm} (HA state {state})"),
-            Action::VmStart { vm } | Action::VmStop { vm } => format!("{} {vm}", self.name()),
+            Action::VmStart { vm }
+            | Action::VmStop { vm }
+            | Action::VmApply { vm }
+            | Action::VmDelete { vm } => format!("{} {vm}", self.name()),
             other => match other.target() {
                 Some(t) => format!("{} {}", other.name(), target(t)),
                 None => other.name().to_string(),
@@ -438,5 +456,20 @@ impl Scenario {
     /// The names of its VMs.
     pub fn vm_names(&self) -> Vec<String> {
         self.fleet.vm.iter().map(|v| v.name.clone()).collect()
+    }
+
+    /// Whether VM `name` is applied by a `vm-apply` event rather than at the start.
+    pub fn applied_later(&self, name: &str) -> bool {
+        self.events
+            .iter()
+            .any(|e| matches!(&e.action, Action::VmApply { vm } if vm == name))
+    }
+
+    /// The VMs applied at the start.
+    pub fn vms_at_start(&self) -> impl Iterator<Item = &protocol::spec::VmSpec> {
+        self.fleet
+            .vm
+            .iter()
+            .filter(|v| !self.applied_later(&v.name))
     }
 }

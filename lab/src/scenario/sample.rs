@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use protocol::admin::{HostListReply, VipStatusReply, VmListReply};
-use protocol::fleet::{HostState, VmPhase};
+use protocol::fleet::{HostState, MigrationPurpose, VmPhase};
 use protocol::spec::{DesiredState, HaState};
 use serde::Serialize;
 
@@ -86,6 +86,8 @@ pub struct VmSample {
     pub message: String,
     /// The recovery under way for it: what was decided or why it waits.
     pub recovery: Option<String>,
+    /// Why it is moving, while a migration is under way.
+    pub migrating: Option<MigrationPurpose>,
 }
 
 impl VmSample {
@@ -177,6 +179,7 @@ impl FleetSample {
                         ha: v.spec.ha.state,
                         message: v.status.message.clone(),
                         recovery: vms.recoveries.get(&v.spec.name).map(|r| r.message.clone()),
+                        migrating: vms.migrations.get(&v.spec.name).map(|m| m.purpose),
                     };
                     (v.spec.name.clone(), sample)
                 })
@@ -236,6 +239,7 @@ pub(crate) mod fixtures {
             ha: Some(HaState::Started),
             message: String::new(),
             recovery: None,
+            migrating: None,
         }
     }
 

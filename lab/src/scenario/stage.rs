@@ -9,8 +9,8 @@ use std::time::Duration;
 use client::AdminClient;
 use protocol::NodeId;
 use protocol::admin::{
-    ClusterStatus, HostList, HostMaintenance, MaintenanceAction, ReadMode, VmApply, VmGet,
-    VmMigrate, VmPower, VmPowerAction,
+    ClusterStatus, HostList, HostMaintenance, MaintenanceAction, ReadMode, VmApply, VmDelete,
+    VmGet, VmMigrate, VmPower, VmPowerAction,
 };
 use protocol::spec::{DesiredState, HaState};
 use tokio::sync::watch;
@@ -183,6 +183,26 @@ impl Stage<'_> {
             Action::VmStart { vm } => self.power(vm, VmPowerAction::Start).await?,
             Action::VmStop { vm } => self.power(vm, VmPowerAction::Stop).await?,
             Action::VmHa { vm, state } => self.set_ha(vm, *state).await?,
+            Action::VmApply { vm } => {
+                let spec = self
+                    .scenario
+                    .fleet
+                    .vm
+                    .iter()
+                    .find(|s| &s.name == vm)
+                    .cloned()
+                    .ok_or_else(|| format!("no [[vm]] named {vm} in the scenario"))?;
+                self.client
+                    .call(&VmApply { spec })
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Action::VmDelete { vm } => {
+                self.client
+                    .call(&VmDelete { name: vm.clone() })
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
         }
         Ok(Acted { host })
     }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use protocol::fleet::{Event, EventLevel, HostState};
+use protocol::fleet::{Event, EventLevel, HostState, MigrationPurpose};
 use serde::Serialize;
 
 use super::duration;
@@ -243,9 +243,17 @@ fn fleet_changes(t: i64, prev: &FleetSample, next: &FleetSample) -> Vec<Timeline
                 .as_ref()
                 .and_then(|h| next.hosts.get(h))
                 .is_some_and(|h| h.state == HostState::Fenced);
-            // A move off a fenced host is a recovery; off a live one, a relocation (after
-            // failed starts).
-            let why = if fenced { "recovered" } else { "relocated" };
+            // A move off a fenced host is a recovery; off a live one, a migration when one was
+            // seen under way (named for its purpose), else a relocation (after failed starts).
+            let why = match (fenced, old.migrating) {
+                (true, _) => "recovered",
+                (false, Some(MigrationPurpose::Operator)) => "migrated by an operator",
+                (false, Some(MigrationPurpose::Drain)) => "drained for maintenance",
+                (false, Some(MigrationPurpose::Home)) => "back home after maintenance",
+                (false, Some(MigrationPurpose::Failback)) => "failback",
+                (false, Some(MigrationPurpose::Rebalance)) => "rebalanced",
+                (false, None) => "relocated",
+            };
             push(format!(
                 "vm {name} {from} -> {} ({why})",
                 v.host.as_deref().unwrap_or("no host")
@@ -319,6 +327,26 @@ mod tests {
                 "+20.000s vm web-1 pve-b -> pve-c (recovered)",
                 "+20.000s vm web-1 running -> provisioning",
             ]
+        );
+        // A move seen under way as a migration is named for its purpose.
+        let mut moving = vm("pve-c");
+        moving.migrating = Some(MigrationPurpose::Rebalance);
+        tl.observe(&sample(
+            21_000,
+            vec![guest("web-1", 100, "pve-c", true)],
+            &[("pve-b", Fenced), ("pve-c", Online)],
+            &[("web-1", moving)],
+        ));
+        let s = sample(
+            22_000,
+            vec![guest("web-1", 100, "pve-b", true)],
+            &[("pve-b", Online), ("pve-c", Online)],
+            &[("web-1", vm("pve-b"))],
+        );
+        let lines = texts(&tl.observe(&s));
+        assert!(
+            lines.contains(&"+22.000s vm web-1 pve-c -> pve-b (rebalanced)".to_string()),
+            "{lines:?}"
         );
     }
 

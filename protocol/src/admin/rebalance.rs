@@ -1,8 +1,10 @@
 //! `pvefleet rebalance plan`: the moves that would even out the memory load of the hosts of
-//! each PVE cluster, computed by the leader and shown, not carried out (encoding v2).
+//! each PVE cluster, computed by the leader under the fleet's `[settings.rebalance]` and shown,
+//! not carried out (encoding v2).
 
 use serde::{Deserialize, Serialize};
 
+use crate::fleet::Rebalancing;
 use crate::rpc::Rpc;
 
 /// Ask for a rebalancing plan.
@@ -29,6 +31,9 @@ pub struct RebalanceMove {
 pub struct RebalancePlanReply {
     /// The moves, each the best single move left after those before it.
     pub moves: Vec<RebalanceMove>,
+    /// The fleet's rebalancing settings the plan was made with (its threshold and margin);
+    /// when `enabled`, the leader makes these moves itself, one at a time, after the hold.
+    pub settings: Rebalancing,
 }
 
 impl Rpc for RebalancePlan {

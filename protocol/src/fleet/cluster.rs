@@ -7,6 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::UnixMillis;
+use super::rebalancing::{Rebalancing, validate_rebalancing};
 use crate::agent::{StorageInfo, TemplateInfo};
 use crate::identity::NodeId;
 use crate::spec::validate::{check, within};
@@ -151,6 +152,8 @@ pub struct Settings {
     /// The HA limits and recovery mode of VMs whose `[vm.ha]` leaves them out (encoding v2;
     /// PVE's defaults at v1).
     pub ha: HaDefaults,
+    /// Automatic rebalancing (encoding v2; off at v1).
+    pub rebalance: Rebalancing,
 }
 
 impl Default for Settings {
@@ -162,6 +165,7 @@ impl Default for Settings {
             host_memory_reserve_mib: 2048,
             max_vms_per_host: None,
             ha: HaDefaults::default(),
+            rebalance: Rebalancing::default(),
         }
     }
 }
@@ -194,6 +198,7 @@ pub fn validate_settings(s: &Settings) -> Result<(), SpecError> {
     }
     within("ha.max_restart", s.ha.max_restart, 0, MAX_HA_TRIES)?;
     within("ha.max_relocate", s.ha.max_relocate, 0, MAX_HA_TRIES)?;
+    validate_rebalancing(&s.rebalance)?;
     Ok(())
 }
 

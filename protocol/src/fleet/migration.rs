@@ -39,6 +39,8 @@ pub enum MigrationPurpose {
     Home,
     /// A host its node affinity prefers to its own is available again (PVE's failback).
     Failback,
+    /// Automatic rebalancing evens out the load of its PVE cluster.
+    Rebalance,
 }
 
 impl MigrationPurpose {
@@ -50,6 +52,9 @@ impl MigrationPurpose {
             MigrationPurpose::Home => format!("back home to {to} after its maintenance"),
             MigrationPurpose::Failback => {
                 format!("failback to {to}, which its node affinity prefers")
+            }
+            MigrationPurpose::Rebalance => {
+                format!("rebalancing: {from} is busier than {to}")
             }
         }
     }

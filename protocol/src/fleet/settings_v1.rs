@@ -1,10 +1,11 @@
 //! [`Settings`] as encoding v1 lays it out, frozen: v2 added the fleet's HA defaults
-//! ([`Settings::ha`]). v1 knew only PVE's defaults, so v1 settings read as PVE's defaults, and
-//! settings are written at v1 only if their HA defaults are PVE's ([`SettingsV1::exact`]).
+//! ([`Settings::ha`]) and automatic rebalancing ([`Settings::rebalance`]). v1 knew only PVE's
+//! defaults and no rebalancing, so v1 settings read as PVE's defaults with rebalancing off, and
+//! settings are written at v1 only if theirs are those ([`SettingsV1::exact`]).
 
 use serde::{Deserialize, Serialize};
 
-use super::Settings;
+use super::{Rebalancing, Settings};
 use crate::spec::HaDefaults;
 
 /// [`Settings`] as encoding v1 lays it out (see [`Settings`] for the fields).
@@ -31,18 +32,20 @@ impl From<SettingsV1> for Settings {
             host_memory_reserve_mib: v1.host_memory_reserve_mib,
             max_vms_per_host: v1.max_vms_per_host,
             ha: HaDefaults::default(),
+            rebalance: Rebalancing::default(),
         }
     }
 }
 
 impl SettingsV1 {
-    /// `settings` in the v1 layout if v1 carries all of it (PVE's HA defaults); `None`
-    /// otherwise: writing it at v1 would drop the operator's HA defaults.
+    /// `settings` in the v1 layout if v1 carries all of it (PVE's HA defaults, the default
+    /// rebalancing); `None` otherwise: writing it at v1 would drop the operator's choices.
     pub fn exact(settings: &Settings) -> Option<SettingsV1> {
-        (settings.ha == HaDefaults::default()).then(|| SettingsV1::shown(settings))
+        (settings.ha == HaDefaults::default() && settings.rebalance == Rebalancing::default())
+            .then(|| SettingsV1::shown(settings))
     }
 
-    /// What a v1 reader can show: everything but the HA defaults.
+    /// What a v1 reader can show: everything but the HA defaults and rebalancing.
     pub fn shown(settings: &Settings) -> SettingsV1 {
         SettingsV1 {
             default_vmid_range: settings.default_vmid_range.clone(),
@@ -69,6 +72,10 @@ mod tests {
         let v1 = SettingsV1::exact(&settings).expect("PVE's HA defaults fit v1");
         assert_eq!(Settings::from(v1.clone()), settings);
         settings.ha.recovery = RecoveryMode::Recreate;
+        assert_eq!(SettingsV1::exact(&settings), None);
+        assert_eq!(SettingsV1::shown(&settings), v1);
+        settings.ha = HaDefaults::default();
+        settings.rebalance.enabled = true;
         assert_eq!(SettingsV1::exact(&settings), None);
         assert_eq!(SettingsV1::shown(&settings), v1);
     }
@@ -123,5 +130,28 @@ mod tests {
         s.ha.max_relocate = 11;
         let e = crate::fleet::validate_settings(&s).unwrap_err();
         assert_eq!(e.field, "ha.max_relocate");
+
+        let s: Settings = toml::from_str(
+            "[rebalance]
+enabled = true
+hold_s = 60
+",
+        )
+        .unwrap();
+        assert!(s.rebalance.enabled);
+        assert_eq!(s.rebalance.hold_s, 60);
+        assert_eq!(s.rebalance.threshold_pct, 10);
+        let e = toml::from_str::<Settings>(
+            "[rebalance]
+hold = 60
+",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("hold_s"), "{e}");
+        let mut s = Settings::default();
+        s.rebalance.hold_s = 1;
+        let e = crate::fleet::validate_settings(&s).unwrap_err();
+        assert_eq!(e.field, "rebalance.hold_s");
+        assert!(e.to_string().contains("5-86400"), "{e}");
     }
 }

@@ -2,7 +2,7 @@
 //! run by the operator's own runner, `pvefleet sim run FILE`: real coordinators and agents on
 //! simulated PVE clusters, in a private network namespace of the run (CI runs as root; without
 //! root the runner uses a user namespace, and a scenario that needs one fails rather than
-//! skips). A scenario passes when its four invariants held on every sample and its
+//! skips). A scenario passes when its five invariants held on every sample and its
 //! expectations were met; the failure message is the runner's own report.
 //!
 //! Every file of the directory is run: `every_scenario_file_has_a_test` fails on a file no
@@ -78,6 +78,7 @@ scenarios! {
     maintenance_drain => "maintenance-drain",
     maintenance_power_off => "maintenance-power-off",
     maintenance_stubborn => "maintenance-stubborn",
+    rebalance => "rebalance",
     migrate_stubborn => "migrate-stubborn",
     node_affinity_failback => "node-affinity-failback",
     spread_17 => "spread-17",

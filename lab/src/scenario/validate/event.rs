@@ -64,14 +64,15 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
         "vm-migrate" => &["vm", "host"],
         "lock" => &["vm", "lock"],
         "pve-ha" | "vm-ha" => &["vm", "state"],
-        "vm-start" | "vm-stop" => &["vm"],
+        "vm-start" | "vm-stop" | "vm-apply" | "vm-delete" => &["vm"],
         _ => return None,
     })
 }
 
 const ACTIONS: &str = "power-off, power-on, reset, partition, heal, kill-agent, restart-agent, \
      freeze-agent, thaw-agent, kill-coordinator, restart-coordinator, fail-start, fail-migrate, \
-     lock, pve-ha, vm-start, vm-stop, vm-ha, vm-migrate, maintenance-enable, maintenance-disable";
+     lock, pve-ha, vm-start, vm-stop, vm-ha, vm-apply, vm-delete, vm-migrate, maintenance-enable, \
+     maintenance-disable";
 
 pub(super) fn event(
     i: usize,
@@ -230,6 +231,8 @@ pub(super) fn event(
         }
         "vm-start" => Action::VmStart { vm: vm()? },
         "vm-stop" => Action::VmStop { vm: vm()? },
+        "vm-apply" => Action::VmApply { vm: vm()? },
+        "vm-delete" => Action::VmDelete { vm: vm()? },
         other => return invalid(at("action"), format!("unknown action {other:?}")),
     };
     Ok(ScenarioEvent {
