@@ -10,12 +10,18 @@
 //! ```
 //!
 //! A member that cannot commit (no quorum) changes nothing: a minority never fences anyone.
+//!
+//! Hosts that left cleanly (the state's leaving records) count their hold as their lease; a
+//! record of a host that is back is dropped (`EndLeaving`) once this leadership has seen it
+//! back for longer than the hold's fence wait, so a hold granted before can no longer run.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use fleet::liveness::{LivenessConfig, Transition, plan};
 use fleet::state::Command;
+use protocol::NodeId;
 use protocol::fleet::HostState;
 use protocol::time::Now;
 use protocol::version::HOST_LIVENESS;
@@ -32,38 +38,56 @@ const TICK: Duration = Duration::from_millis(100);
 pub(crate) struct HostWatch {
     ctx: Arc<Ctx>,
     cfg: LivenessConfig,
+    /// When this leadership (term) first saw each leaving host back, on the monotonic clock.
+    back_since: Mutex<(u64, BTreeMap<NodeId, u64>)>,
 }
 
 impl HostWatch {
     /// The watch over the member's shared context, with the timing of its control config.
     pub(crate) fn new(ctx: Arc<Ctx>) -> HostWatch {
         let cfg = ctx.control.config().liveness();
-        HostWatch { ctx, cfg }
+        HostWatch {
+            ctx,
+            cfg,
+            back_since: Mutex::new((0, BTreeMap::new())),
+        }
     }
 
     /// Runs until `shutdown`.
     pub(crate) async fn run(self, shutdown: CancellationToken) {
         // Synced at each tick: silence is counted from (just after) this election.
         let mut ticks = LeaderTicks::new(TICK, false, "host watch");
-        while ticks.next(&self.ctx, &shutdown).await.is_some() {
+        while let Some(term) = ticks.next(&self.ctx, &shutdown).await {
             tokio::select! {
                 () = shutdown.cancelled() => break,
-                () = self.step() => {}
+                () = self.step(term) => {}
             }
         }
     }
 
-    async fn step(&self) {
+    async fn step(&self, term: u64) {
         let Some((seen, watch)) = self.ctx.control.sightings() else {
             return;
         };
         let planned = self.ctx.read_local(|state| {
+            let holds: BTreeMap<NodeId, u64> = state
+                .leaving()
+                .iter()
+                .map(|(id, l)| (*id, l.hold_ms))
+                .collect();
+            let back: Vec<(NodeId, u64)> = state
+                .leaving()
+                .iter()
+                .filter(|(_, l)| l.returned)
+                .map(|(id, l)| (*id, l.hold_ms))
+                .collect();
             (
-                plan(state.hosts(), &seen, watch, &self.cfg),
+                plan(state.hosts(), &seen, &holds, watch, &self.cfg),
                 state.cluster_version() >= HOST_LIVENESS,
+                back,
             )
         });
-        let (transitions, with_reason) = match planned {
+        let (transitions, with_reason, back) = match planned {
             Ok(planned) => planned,
             Err(e) => {
                 tracing::warn!(error = %e, "host watch: cannot read the state");
@@ -72,6 +96,47 @@ impl HostWatch {
         };
         for t in transitions {
             self.commit(&t, with_reason).await;
+        }
+        self.end_holds(term, watch.now_ms, &back).await;
+    }
+
+    /// Drops the leaving records of hosts back for longer than their hold's fence wait.
+    async fn end_holds(&self, term: u64, now_ms: u64, back: &[(NodeId, u64)]) {
+        let due: Vec<NodeId> = {
+            let mut guard = self
+                .back_since
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if guard.0 != term {
+                *guard = (term, BTreeMap::new());
+            }
+            let since = &mut guard.1;
+            since.retain(|id, _| back.iter().any(|(b, _)| b == id));
+            back.iter()
+                .filter(|(id, hold)| {
+                    let first = *since.entry(*id).or_insert(now_ms);
+                    let wait = LivenessConfig {
+                        lease_ms: *hold,
+                        ..self.cfg
+                    }
+                    .fence_wait_ms();
+                    now_ms.saturating_sub(first) >= wait
+                })
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        for id in due {
+            let cmd = Command::EndLeaving {
+                id,
+                now: Now::read().millis,
+            };
+            match self.ctx.propose_raw(&cmd).await {
+                Ok(Ok(_)) => tracing::info!(host = id, "host back for longer than its hold"),
+                Ok(Err(refusal)) => {
+                    tracing::debug!(host = id, error = %refusal, "host watch: end of hold refused");
+                }
+                Err(e) => tracing::debug!(host = id, error = %e, "host watch: not proposed"),
+            }
         }
     }
 

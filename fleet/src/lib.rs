@@ -26,6 +26,7 @@
 //! - [`failback`]: VMs back to the host their node affinity prefers, once it is available.
 //! - [`rebalance`]: the moves that would even out the load (a plan, shown, not carried out).
 //! - [`rebalancer`]: automatic rebalancing: one move at a time, after a hold, when it is on.
+//! - [`shutdown`]: the shutdown policy: what a host going down cleanly does to its guests.
 //! - [`reconcile`]: what to do next for every VM, and what an agent's result means.
 //! - [`views`]: the scheduler's view of the hosts, from the state and the live usage.
 //! - [`liveness`]: which silent hosts are unreachable, which are proven fenced (the lease
@@ -44,6 +45,7 @@ pub mod rebalancer;
 pub mod reconcile;
 pub mod recovery;
 pub mod scheduler;
+pub mod shutdown;
 pub mod state;
 #[cfg(test)]
 mod test_world;

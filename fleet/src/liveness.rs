@@ -118,16 +118,30 @@ pub struct Transition {
 /// Online and joining hosts silent for `unreachable_after` become unreachable; unreachable
 /// hosts become fenced once the fence proof holds (module docs). Hosts in maintenance are
 /// left to the operator; fenced and removed hosts change only when they beat again
-/// ([`back_online`]).
+/// ([`back_online`]). `holds` are the leases of hosts that left cleanly (the state's leaving
+/// records, in ms): such a host's lease is counted as the longer of its hold and the
+/// heartbeat lease, so a frozen host is not fenced before its hold ends.
 pub fn plan(
     hosts: &BTreeMap<NodeId, Host>,
     seen: &BTreeMap<NodeId, Sighting>,
+    holds: &BTreeMap<NodeId, u64>,
     watch: Watch,
     cfg: &LivenessConfig,
 ) -> Vec<Transition> {
     let mut out = Vec::new();
     for host in hosts.values() {
         let sighting = seen.get(&host.id);
+        let held;
+        let cfg = match holds.get(&host.id) {
+            Some(&hold) if hold > cfg.lease_ms => {
+                held = LivenessConfig {
+                    lease_ms: hold,
+                    ..*cfg
+                };
+                &held
+            }
+            _ => cfg,
+        };
         match host.state {
             HostState::Online | HostState::Joining => {
                 if let Some(reason) = silence(sighting, watch, cfg) {

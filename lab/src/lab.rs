@@ -41,6 +41,8 @@ const FENCE_RECORD: &str = "fence.json";
 const READY_WAIT: Duration = Duration::from_secs(60);
 /// How long a child may take to exit on SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(15);
+/// The agent's leave file (`node_agent::daemon::LEAVE_FILE`; the lab does not link the agent).
+const LEAVE_FILE: &str = "leaving";
 /// Per-call timeout of the lab's own admin calls (elections included).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a join token the lab creates stays valid.
@@ -768,6 +770,29 @@ impl Lab {
     pub async fn terminate(&mut self, part: Part) -> Option<Stopped> {
         let p = self.slot(part).and_then(Option::take)?;
         Some(p.stop(STOP_GRACE).await)
+    }
+
+    /// Stops agent `i` the way systemd does, saying why: `leaving` (`reboot`, `poweroff`; `None`:
+    /// only the agent restarts) goes into the file its leave probe reads
+    /// (`node_agent::daemon::LEAVE_FILE`), then SIGTERM, up to `grace` for it to exit (a drain
+    /// before a shutdown takes that long), then SIGKILL. `None` if it did not run.
+    ///
+    /// # Errors
+    /// [`LabError::Write`] if the file cannot be written.
+    pub async fn stop_agent(
+        &mut self,
+        i: usize,
+        leaving: Option<&str>,
+        grace: Duration,
+    ) -> Result<Option<Stopped>, LabError> {
+        if let Some(kind) = leaving {
+            let path = self.agent(i)?.data_dir.join(LEAVE_FILE);
+            std::fs::write(&path, kind).map_err(|source| LabError::Write { path, source })?;
+        }
+        let Some(p) = self.slot(Part::Agent(i)).and_then(Option::take) else {
+            return Ok(None);
+        };
+        Ok(Some(p.stop(grace).await))
     }
 
     /// SIGSTOP `part` (frozen: to its peers, a hung host); when this returns, every thread of

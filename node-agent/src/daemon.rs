@@ -7,8 +7,8 @@
 //!         ─▶ QUIC client endpoint ─▶ Collector, certificate renewal and Session tasks
 //!         ─▶ Fencer (fence.json written before anything runs; start gate, VIP flag)
 //!         ─▶ systemd notifier (readiness after the first ack, status, watchdog)
-//!  run:   wait for shutdown ─▶ stop them (running commands get a grace period)
-//!         ─▶ close the endpoint
+//!  run:   wait for shutdown ─▶ the session leaves (the shutdown policy's answer; a drain)
+//!         ─▶ stop them (running commands get a grace period) ─▶ close the endpoint
 //! ```
 
 use std::net::SocketAddr;
@@ -39,10 +39,12 @@ use crate::fence::sim_power::SimNode;
 use crate::fence::{FenceError, Fencer, FencerConfig, StartGate};
 use crate::inventory::{self, Collector};
 use crate::journal::Journal;
+use crate::leave_probe::LeaveProbe;
 use crate::ops::cluster_fs::ClusterFs;
 use crate::ops::{SimSnippetWriter, VmOps};
 use crate::session::{
-    CertRenewal, MAX_CONCURRENT, RENEW_CHECK, Session, SessionConfig, SessionStatus, Target,
+    CertRenewal, LEAVE_DRAIN_MAX, MAX_CONCURRENT, RENEW_CHECK, Session, SessionConfig,
+    SessionStatus, Target,
 };
 use crate::systemd;
 use crate::vip::holder::{Holder, SimHeld, SimHolder};
@@ -51,6 +53,9 @@ use crate::vip::keeper::{Keeper, KeeperConfig};
 
 /// The journal's directory below the data directory.
 pub const JOURNAL_DIR: &str = "journal";
+/// The file a lab writes in the data directory to say why it stops a simulated host's agent
+/// (`reboot`, `poweroff`; absent: a restart).
+pub const LEAVE_FILE: &str = "leaving";
 /// How long commands still running at shutdown may take to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Bound on the teardown steps after the grace period.
@@ -138,6 +143,8 @@ pub struct RunningAgent {
     vips: Option<SimHeld>,
     endpoint: Endpoint,
     stop: CancellationToken,
+    /// Makes the session leave (before `stop`).
+    leave: CancellationToken,
     session: JoinHandle<()>,
     tasks: TaskTracker,
     status: watch::Receiver<SessionStatus>,
@@ -237,12 +244,18 @@ impl Agent {
                 members: members.clone(),
                 max_concurrent: MAX_CONCURRENT,
                 shutdown_grace: SHUTDOWN_GRACE,
+                // Simulated hosts have no systemd: the lab says why it stops the agent.
+                leave_probe: Some(match config.fence.reset(config.pve.is_sim()) {
+                    Reset::Simulated => LeaveProbe::File(dir.join(LEAVE_FILE)),
+                    Reset::Host => LeaveProbe::Systemd,
+                }),
             },
             endpoint.clone(),
             Arc::new(executor),
             feed.clone(),
         );
         let status = session.status();
+        let leave = session.leave_token();
         let lead = config.fence.lead();
         let fencer = Fencer::prepare(
             FencerConfig {
@@ -290,6 +303,7 @@ impl Agent {
             vips,
             endpoint,
             stop,
+            leave,
             session,
             tasks,
             status,
@@ -396,9 +410,10 @@ impl RunningAgent {
         async move { status.wait_for(|s| s.acks > 0).await.ok().map(|_| line) }
     }
 
-    /// Runs until `shutdown` (or until the session ends on its own, an error), then stops
-    /// the session (running commands get a grace period) and the collector, and closes the
-    /// endpoint.
+    /// Runs until `shutdown` (or until the session ends on its own, an error); then the
+    /// session leaves (it tells the leader why the agent stops and waits for the shutdown
+    /// policy's answer: a drain may take minutes, while everything else keeps running), stops
+    /// (running commands get a grace period), and the other tasks stop; the endpoint closes.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), AgentError> {
         let mut session = self.session;
         let ended = tokio::select! {
@@ -407,11 +422,12 @@ impl RunningAgent {
         };
         tracing::info!(host = %self.host, "agent stopping");
         ::daemon::notify::notify_stopping();
-        self.stop.cancel();
         let joined = match ended {
             Some(joined) => joined,
             None => {
-                match tokio::time::timeout(SHUTDOWN_GRACE + TEARDOWN_WAIT, &mut session).await {
+                self.leave.cancel();
+                let wait = LEAVE_DRAIN_MAX + SHUTDOWN_GRACE + TEARDOWN_WAIT;
+                match tokio::time::timeout(wait, &mut session).await {
                     Ok(joined) => joined,
                     Err(_) => {
                         session.abort();
@@ -420,6 +436,7 @@ impl RunningAgent {
                 }
             }
         };
+        self.stop.cancel();
         self.tasks.close();
         let _ = tokio::time::timeout(TEARDOWN_WAIT, self.tasks.wait()).await;
         self.endpoint.close(CLOSE_GRACE).await;

@@ -30,6 +30,7 @@ pub mod inventory;
 pub mod join;
 mod journal;
 mod journaled;
+pub mod leave_probe;
 pub mod ops;
 mod record;
 pub mod session;

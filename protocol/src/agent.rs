@@ -17,6 +17,7 @@
 mod command;
 mod command_v1;
 mod inventory;
+mod leaving;
 mod session;
 mod vip;
 
@@ -28,7 +29,8 @@ pub use command_v1::{AgentCommandV1, EnsureVmV1, OpV1};
 pub use inventory::{
     DiskUsage, HostResources, Inventory, ObservedVm, PveNodeInfo, StorageInfo, TemplateInfo,
 };
-pub use session::{Heartbeat, HeartbeatAck, HeartbeatAckV1};
+pub use leaving::{LeaveAction, LeaveAnswer, LeaveKind};
+pub use session::{Heartbeat, HeartbeatAck, HeartbeatAckV1, HeartbeatV1};
 pub use vip::{
     VipCandidacy, VipClaim, VipMember, VipRelease, VipReleased, VipRenew, VipRenewReply, VipReport,
     VipVouch, held_until, majority,

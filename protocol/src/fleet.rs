@@ -15,6 +15,7 @@ mod alloc;
 mod cluster;
 mod event;
 mod host_v1;
+mod leaving;
 mod migration;
 mod rebalancing;
 mod recovery;
@@ -32,6 +33,7 @@ pub use cluster::{
 };
 pub use event::{Event, EventKind, EventLevel};
 pub use host_v1::HostV1;
+pub use leaving::Leaving;
 pub use migration::{Migration, MigrationPurpose};
 pub use rebalancing::Rebalancing;
 pub use recovery::{PVE_CLUSTER_LABEL, Recovery, StartFailures, TakeOver};

@@ -49,7 +49,7 @@ pub use file::{FleetSpecFile, SpecFileError, VmSpecFile, parse_fleet_file, parse
 pub use guest_selector::{GuestSelector, RuleParty, together_group};
 pub use ha::{
     DEFAULT_MAX_RELOCATE, DEFAULT_MAX_RESTART, HaDefaults, HaPolicy, HaSpec, HaState, MAX_HA_TRIES,
-    RecoveryMode,
+    RecoveryMode, ShutdownPolicy,
 };
 pub use infra::{
     DEFAULT_PREEMPT_DELAY_SECS, IpPoolSpec, MAX_VIP_CHECKS, PoolBounds, VipSpec, VmidRangeSpec,

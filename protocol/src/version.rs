@@ -68,6 +68,11 @@ pub const MIGRATION: Version = Version(2);
 /// `EndRecovery`, the state's recoveries and `EnsureVm::take_over`.
 pub const RECOVERY: Version = Version(2);
 
+/// The version that introduced a host leaving cleanly (the shutdown policy):
+/// `Heartbeat::leaving`, `HeartbeatAck::leave`, `HostLeaving`, `HostReturned`, `EndLeaving`
+/// and the state's leaving hosts.
+pub const LEAVING: Version = Version(2);
+
 impl Version {
     /// Whether this build reads and writes `self`.
     pub fn is_supported(self) -> bool {

@@ -16,8 +16,8 @@ use protocol::Rpc;
 use protocol::admin::{self, ReadMode};
 use protocol::agent::{
     AgentCommand, CommandFailure, CommandOutput, CommandResult, DeleteVm, EnsureVm, FailureKind,
-    Heartbeat, HeartbeatAck, HostResources, Inventory, ObservedVm, Op, PowerAction, PowerOp,
-    SnapshotAction, SnapshotInfo, SnapshotOp, VmObservation,
+    Heartbeat, HeartbeatAck, HostResources, Inventory, LeaveAction, LeaveAnswer, LeaveKind,
+    ObservedVm, Op, PowerAction, PowerOp, SnapshotAction, SnapshotInfo, SnapshotOp, VmObservation,
 };
 use protocol::fleet::{
     Capacity, EventKind, EventLevel, HostFacts, HostState, Member, MemberRole, PVE_CLUSTER_LABEL,
@@ -781,6 +781,19 @@ pub fn commands() -> Vec<Command> {
             enable: false,
             now,
         },
+        // pve-d's agent restarts (frozen under a hold), is back, and the record goes.
+        Command::HostLeaving {
+            id: 11,
+            kind: LeaveKind::Restart,
+            boot_id: 7,
+            now,
+        },
+        Command::HostReturned {
+            id: 11,
+            boot_id: 8,
+            now,
+        },
+        Command::EndLeaving { id: 11, now },
         // Encoding v2: the fleet's HA defaults.
         Command::ApplySettings {
             settings: Settings {
@@ -790,6 +803,7 @@ pub fn commands() -> Vec<Command> {
                     max_restart: 0,
                     max_relocate: 2,
                     recovery: RecoveryMode::Recreate,
+                    shutdown_policy: protocol::spec::ShutdownPolicy::Migrate,
                 },
                 rebalance: protocol::fleet::Rebalancing {
                     enabled: true,
@@ -885,6 +899,7 @@ fn heartbeat() -> Heartbeat {
             },
         ],
         running: vec!["c5".into()],
+        leaving: Some(LeaveKind::Reboot),
     }
 }
 
@@ -957,6 +972,13 @@ fn heartbeat_ack() -> HeartbeatAck {
                 }),
             },
         ],
+        // Encoding v2: the answer to a leaving agent.
+        leave: Some(LeaveAnswer {
+            action: LeaveAction::Drain,
+            go: false,
+            left: 3,
+            message: "draining: 3 guest(s) still on the host".into(),
+        }),
     }
 }
 

@@ -30,6 +30,7 @@ impl Render for SettingsReply {
             ("ha.max_restart", s.ha.max_restart.to_string()),
             ("ha.max_relocate", s.ha.max_relocate.to_string()),
             ("ha.recovery", s.ha.recovery.to_string()),
+            ("ha.shutdown_policy", s.ha.shutdown_policy.to_string()),
             (
                 "rebalance",
                 if s.rebalance.enabled {

@@ -18,6 +18,7 @@ fn tuned() -> Settings {
             max_restart: 0,
             max_relocate: 2,
             recovery: RecoveryMode::Recreate,
+            ..HaDefaults::default()
         },
         rebalance: Rebalancing {
             enabled: true,
@@ -63,6 +64,7 @@ async fn settings_apply_sends_the_whole_table_and_show_prints_the_ha_defaults() 
     assert!(out.contains("ha.recovery:          recreate\n"), "{out}");
     assert!(out.contains("cpu overcommit:       200%\n"), "{out}");
     assert!(out.contains("rebalance:            on\n"), "{out}");
+    assert!(out.contains("ha.shutdown_policy:   conditional\n"), "{out}");
     assert!(out.contains("rebalance hold:       120 s\n"), "{out}");
 
     let (result, out) = pvefleet(&config, &["-o", "json", "settings", "show"]).await;
@@ -70,7 +72,12 @@ async fn settings_apply_sends_the_whole_table_and_show_prints_the_ha_defaults() 
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         doc["settings"]["ha"],
-        serde_json::json!({"max_restart": 0, "max_relocate": 2, "recovery": "recreate"})
+        serde_json::json!({
+            "max_restart": 0,
+            "max_relocate": 2,
+            "recovery": "recreate",
+            "shutdown_policy": "conditional"
+        })
     );
 
     // No [settings]: refused before anything is sent.

@@ -25,6 +25,7 @@ fn beat(boot_id: u64) -> Heartbeat {
         inventory: None,
         results: vec![],
         running: vec![],
+        leaving: None,
     }
 }
 

@@ -7,8 +7,11 @@
 //!       ─▶ live state (boot, inventory) ─▶ RegisterHost / SetHostFacts / back online
 //!          (SetHostLiveness) when they changed ─▶ results (waiters, reconciler) ─▶ quorum confirmed AFTER the
 //!          beat arrived ─▶ ack time noted (the host watch's fence proof counts from it)
-//!          ─▶ HeartbeatAck{lease, acked results, commands due}
+//!          ─▶ HeartbeatAck{lease, acked results, commands due, leave answer}
 //! ```
+//!
+//! A beat that says its agent leaves is answered by the shutdown policy (`service::leaving`):
+//! its decision is committed before the ack grants a hold lease.
 
 use std::sync::Arc;
 
@@ -191,6 +194,8 @@ impl Ctx {
                 self.set_back_online(&back, now).await?;
             }
         }
+        // The shutdown policy: committed before the answer grants its hold.
+        let leave = self.leave_answer(host, &beat).await?;
         let (acked_results, for_reconciler) = self.control.record_results(host, beat.results);
         if for_reconciler || recorded.record.inventory_changed {
             self.control.wake();
@@ -200,13 +205,17 @@ impl Ctx {
         self.confirm_linearizable().await?;
         self.control.note_ack(host);
         let commands = self.control.deliver(host, beat.boot_id, &beat.running);
+        let heartbeat_lease =
+            u64::try_from(self.control.config().lease.as_millis()).unwrap_or(u64::MAX);
+        let (leave, hold) = leave.map_or((None, None), |(answer, hold)| (Some(answer), hold));
         Ok(HeartbeatAck {
             leader: self.node_id,
             term,
-            lease_ms: u64::try_from(self.control.config().lease.as_millis()).unwrap_or(u64::MAX),
+            lease_ms: hold.map_or(heartbeat_lease, |h| h.max(heartbeat_lease)),
             need_inventory: recorded.inventory.is_none(),
             acked_results,
             commands,
+            leave,
         })
     }
 }

@@ -20,6 +20,7 @@ pub(crate) mod admins;
 pub(crate) mod agent;
 pub(crate) mod errors;
 pub(crate) mod join;
+pub(crate) mod leaving;
 pub(crate) mod maintenance;
 pub(crate) mod members;
 pub(crate) mod migrate;

@@ -72,6 +72,7 @@ impl FakeAgent {
             inventory,
             results,
             running: self.running.clone(),
+            leaving: None,
         };
         self.conn.call(&beat).await
     }

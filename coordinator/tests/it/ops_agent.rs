@@ -61,6 +61,7 @@ impl FakeAgent {
             inventory,
             results: self.unacked.clone(),
             running: Vec::new(),
+            leaving: None,
         };
         let ack = self.conn.call(&beat).await?;
         self.unacked.retain(|r| !ack.acked_results.contains(&r.id));

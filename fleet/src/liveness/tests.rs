@@ -2,6 +2,7 @@ use super::*;
 use protocol::fleet::Capacity;
 
 const CFG: LivenessConfig = LivenessConfig::DEFAULT;
+const NO_HOLDS: BTreeMap<NodeId, u64> = BTreeMap::new();
 
 fn host(id: NodeId, state: HostState) -> Host {
     Host {
@@ -71,6 +72,7 @@ fn silence_makes_a_host_unreachable_after_the_threshold_and_not_before() {
         let out = plan(
             &hosts(&[(7, state)]),
             &seen(&[(7, beat, Some(beat))]),
+            &NO_HOLDS,
             at(0, now),
             &CFG,
         );
@@ -88,11 +90,43 @@ fn silence_makes_a_host_unreachable_after_the_threshold_and_not_before() {
 }
 
 #[test]
+fn a_host_that_left_cleanly_is_fenced_only_once_its_hold_ended() {
+    let h = hosts(&[(7, HostState::Unreachable), (8, HostState::Unreachable)]);
+    let s = seen(&[(7, 5_000, Some(5_100)), (8, 5_000, Some(5_100))]);
+    // Host 7 was granted a 60 s hold: 5.1 s + 60 s × 1.05 + 0.5 s; host 8 a standard lease.
+    let holds = BTreeMap::from([(7, 60_000)]);
+    let out = plan(&h, &s, &holds, at(0, 16_100), &CFG);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].host, 8);
+    assert!(
+        plan(&h, &s, &holds, at(0, 68_599), &CFG)
+            .iter()
+            .all(|t| t.host != 7)
+    );
+    let out = plan(&h, &s, &holds, at(0, 68_600), &CFG);
+    assert!(out.iter().any(|t| t.host == 7 && t.to == HostState::Fenced));
+    assert!(
+        out.iter()
+            .any(|t| t.host == 7 && t.reason.contains("lease 60.0 s")),
+        "{out:?}"
+    );
+    // A new leader counts the hold from its election.
+    assert!(
+        plan(&h, &BTreeMap::new(), &holds, at(50_000, 60_999), &CFG)
+            .iter()
+            .all(|t| t.host != 7)
+    );
+    // A hold shorter than the heartbeat lease changes nothing.
+    let short = BTreeMap::from([(8, 1_000)]);
+    assert!(plan(&h, &s, &short, at(0, 16_099), &CFG).is_empty());
+}
+
+#[test]
 fn an_unreachable_host_is_fenced_exactly_when_the_proof_holds() {
     let h = hosts(&[(7, HostState::Unreachable)]);
     let s = seen(&[(7, 5_000, Some(5_100))]);
-    assert!(plan(&h, &s, at(0, 16_099), &CFG).is_empty());
-    let out = plan(&h, &s, at(0, 16_100), &CFG);
+    assert!(plan(&h, &s, &NO_HOLDS, at(0, 16_099), &CFG).is_empty());
+    let out = plan(&h, &s, &NO_HOLDS, at(0, 16_100), &CFG);
     assert_eq!(out.len(), 1);
     assert_eq!(
         (out[0].expected, out[0].to),
@@ -110,23 +144,23 @@ fn an_unreachable_host_is_fenced_exactly_when_the_proof_holds() {
 fn a_new_leader_waits_a_whole_fence_wait_for_hosts_it_never_acknowledged() {
     let h = hosts(&[(1, HostState::Online), (2, HostState::Unreachable)]);
     // Leading since 50 s, never heard from either host.
-    let out = plan(&h, &BTreeMap::new(), at(50_000, 52_999), &CFG);
+    let out = plan(&h, &BTreeMap::new(), &NO_HOLDS, at(50_000, 52_999), &CFG);
     assert!(out.is_empty(), "{out:?}");
-    let out = plan(&h, &BTreeMap::new(), at(50_000, 53_000), &CFG);
+    let out = plan(&h, &BTreeMap::new(), &NO_HOLDS, at(50_000, 53_000), &CFG);
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].host, out[0].to), (1, HostState::Unreachable));
     assert!(out[0].reason.contains("became leader"), "{}", out[0].reason);
     assert!(
-        plan(&h, &BTreeMap::new(), at(50_000, 60_999), &CFG)
+        plan(&h, &BTreeMap::new(), &NO_HOLDS, at(50_000, 60_999), &CFG)
             .iter()
             .all(|t| t.to != HostState::Fenced)
     );
-    let out = plan(&h, &BTreeMap::new(), at(50_000, 61_000), &CFG);
+    let out = plan(&h, &BTreeMap::new(), &NO_HOLDS, at(50_000, 61_000), &CFG);
     assert!(out.iter().any(|t| t.host == 2 && t.to == HostState::Fenced));
     // A beat heard but never acknowledged (no quorum confirmed) proves nothing either.
     let s = seen(&[(2, 51_000, None)]);
     assert!(
-        plan(&h, &s, at(50_000, 60_999), &CFG)
+        plan(&h, &s, &NO_HOLDS, at(50_000, 60_999), &CFG)
             .iter()
             .all(|t| t.to != HostState::Fenced)
     );
@@ -160,7 +194,7 @@ fn fencing_never_precedes_the_end_of_any_lease_the_host_may_hold() {
                     let end_real = send + lease * real / agent;
                     for now in (ack..ack + 2 * lease).step_by(97) {
                         let now = now.max(leading_since);
-                        let out = plan(&h, &s, at(leading_since, now), &CFG);
+                        let out = plan(&h, &s, &NO_HOLDS, at(leading_since, now), &CFG);
                         if out.iter().any(|t| t.to == HostState::Fenced) {
                             fenced_checks += 1;
                             assert!(

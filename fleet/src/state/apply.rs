@@ -109,6 +109,14 @@ impl FleetState {
                 now,
             } => self.start_migration(&name, to, purpose, now),
             Command::SetMaintenance { id, enable, now } => self.set_maintenance(id, enable, now),
+            Command::HostLeaving {
+                id,
+                kind,
+                boot_id,
+                now,
+            } => self.host_leaving(id, kind, boot_id, now),
+            Command::HostReturned { id, boot_id, now } => self.host_returned(id, boot_id, now),
+            Command::EndLeaving { id, now: _ } => self.end_leaving(id),
             Command::EndMigration {
                 name,
                 node,

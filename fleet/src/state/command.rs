@@ -10,6 +10,7 @@ use std::net::IpAddr;
 
 use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
+use protocol::agent::LeaveKind;
 use protocol::fleet::{
     Capacity, EventKind, EventLevel, HostFacts, HostState, Member, MigrationPurpose, NicAddress,
     Settings, SettingsV1, StoredToken, TokenRefusal, UnixMillis, VmStatus,
@@ -19,8 +20,8 @@ use protocol::spec::{
     VmidRangeSpec,
 };
 use protocol::version::{
-    ADMINS, HA_DEFAULTS, HA_SETTINGS, HOST_LIVENESS, MIGRATION, OLDEST, RECOVERY, VIP_HOLDING,
-    Version, VersionRange,
+    ADMINS, HA_DEFAULTS, HA_SETTINGS, HOST_LIVENESS, LEAVING, MIGRATION, OLDEST, RECOVERY,
+    VIP_HOLDING, Version, VersionRange,
 };
 use serde::{Deserialize, Serialize};
 
@@ -488,6 +489,35 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// The agent of host `id` (session `boot_id`) says it stops for `kind` (v2): the shutdown
+    /// policy's decision is recorded (a hold, a drain) before the leader answers it.
+    HostLeaving {
+        /// The host.
+        id: NodeId,
+        /// Why its agent stops.
+        kind: LeaveKind,
+        /// The agent's session.
+        boot_id: u64,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Host `id` beats from agent session `boot_id` (v2): back, if another session left (a
+    /// maintenance its shutdown policy started ends).
+    HostReturned {
+        /// The host.
+        id: NodeId,
+        /// The beating agent's session.
+        boot_id: u64,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Drops the leaving record of host `id`, back for longer than its hold (v2).
+    EndLeaving {
+        /// The host.
+        id: NodeId,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
@@ -578,6 +608,9 @@ impl Command {
             Command::StartMigration { .. }
             | Command::EndMigration { .. }
             | Command::SetMaintenance { .. } => MIGRATION,
+            Command::HostLeaving { .. }
+            | Command::HostReturned { .. }
+            | Command::EndLeaving { .. } => LEAVING,
         }
     }
 
@@ -633,6 +666,9 @@ impl Command {
             Command::StartMigration { .. } => "StartMigration",
             Command::EndMigration { .. } => "EndMigration",
             Command::SetMaintenance { .. } => "SetMaintenance",
+            Command::HostLeaving { .. } => "HostLeaving",
+            Command::HostReturned { .. } => "HostReturned",
+            Command::EndLeaving { .. } => "EndLeaving",
         }
     }
 }

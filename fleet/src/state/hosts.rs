@@ -247,6 +247,7 @@ impl FleetState {
         host.state_reason = reason;
         if state == HostState::Removed {
             self.revoked_nodes.insert(id);
+            self.leaving.remove(&id);
         }
         let level = match state {
             HostState::Unreachable | HostState::Fenced => EventLevel::Warning,

@@ -20,6 +20,7 @@ mod command;
 mod events;
 mod hosts;
 mod ips;
+mod leaving;
 mod migrations;
 mod recoveries;
 mod snapshot_v1;
@@ -88,6 +89,8 @@ pub struct FleetState {
     homes: BTreeMap<String, NodeId>,
     /// When each VM's last drain failed (retried after a pause).
     drain_failed_at: BTreeMap<String, protocol::fleet::UnixMillis>,
+    /// Hosts whose agent left cleanly (the shutdown policy), until their hold has passed.
+    leaving: BTreeMap<NodeId, protocol::fleet::Leaving>,
 }
 
 impl FleetState {

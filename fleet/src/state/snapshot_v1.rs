@@ -67,6 +67,7 @@ pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
         || !state.migrations.is_empty()
         || !state.homes.is_empty()
         || !state.drain_failed_at.is_empty()
+        || !state.leaving.is_empty()
     {
         return None;
     }
@@ -143,6 +144,7 @@ impl From<SnapshotV1> for FleetState {
             start_failures: BTreeMap::new(),
             migrations: BTreeMap::new(),
             homes: BTreeMap::new(),
+            leaving: BTreeMap::new(),
             drain_failed_at: BTreeMap::new(),
         }
     }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use protocol::agent::LeaveKind;
 use protocol::fleet::{HostState, VmPhase};
 use protocol::spec::{FleetSpecFile, HaState};
 use serde::Serialize;
@@ -115,6 +116,13 @@ pub enum Action {
     KillAgent(Target),
     /// The host's agent runs again.
     RestartAgent(Target),
+    /// The host's agent is stopped as systemd stops it for a package upgrade (SIGTERM; it says
+    /// "restart" on its last beats); `restart-agent` starts it again.
+    StopAgent(Target),
+    /// The host is shut down cleanly (`reboot` or `poweroff`): its agent is told why and
+    /// stopped (SIGTERM; it waits for the shutdown policy's answer, a drain included), then
+    /// the host goes off as at a power-off. `power-on` boots it again.
+    Shutdown(Target, LeaveKind),
     /// SIGSTOP of the host's agent.
     FreezeAgent(Target),
     /// SIGCONT of the host's agent.
@@ -204,6 +212,8 @@ impl Action {
             Action::Heal(_) => "heal",
             Action::KillAgent(_) => "kill-agent",
             Action::RestartAgent(_) => "restart-agent",
+            Action::StopAgent(_) => "stop-agent",
+            Action::Shutdown(..) => "shutdown",
             Action::FreezeAgent(_) => "freeze-agent",
             Action::ThawAgent(_) => "thaw-agent",
             Action::KillCoordinator(_) => "kill-coordinator",
@@ -232,6 +242,8 @@ impl Action {
             | Action::Partition(t)
             | Action::KillAgent(t)
             | Action::RestartAgent(t)
+            | Action::StopAgent(t)
+            | Action::Shutdown(t, _)
             | Action::FreezeAgent(t)
             | Action::ThawAgent(t)
             | Action::KillCoordinator(t)
@@ -262,7 +274,10 @@ impl Action {
 
     /// Whether the host loses its guests or its links: the events recovery figures measure.
     pub fn loses_host(&self) -> bool {
-        matches!(self, Action::PowerOff(_) | Action::Partition(_))
+        matches!(
+            self,
+            Action::PowerOff(_) | Action::Partition(_) | Action::Shutdown(..)
+        )
     }
 
     /// The event in words, with the host it acted on when that is known (`power-off pve-b`,
@@ -288,6 +303,7 @@ impl Action {
             | Action::VmStop { vm }
             | Action::VmApply { vm }
             | Action::VmDelete { vm } => format!("{} {vm}", self.name()),
+            Action::Shutdown(t, kind) => format!("shutdown {} ({})", target(t), kind.describe()),
             other => match other.target() {
                 Some(t) => format!("{} {}", other.name(), target(t)),
                 None => other.name().to_string(),

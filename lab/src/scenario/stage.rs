@@ -12,6 +12,7 @@ use protocol::admin::{
     ClusterStatus, HostList, HostMaintenance, MaintenanceAction, ReadMode, VmApply, VmDelete,
     VmGet, VmMigrate, VmPower, VmPowerAction,
 };
+use protocol::agent::LeaveKind;
 use protocol::spec::{DesiredState, HaState};
 use tokio::sync::watch;
 
@@ -22,6 +23,8 @@ use crate::sim_control::SimControl;
 
 /// How long `@leader` may take to be known (an election under way).
 const LEADER_WAIT: Duration = Duration::from_secs(10);
+/// How long a stopped agent may take to leave (the unit's `TimeoutStopSec`: a drain).
+const AGENT_STOP_WAIT: Duration = Duration::from_secs(300);
 /// The task error an injected start failure ends with.
 const START_FAILURE: &str = "scenario: injected start failure";
 
@@ -96,6 +99,26 @@ impl Stage<'_> {
             Action::RestartAgent(_) => {
                 let i = self.agent(&on())?;
                 self.lab.start_agent(i).await.map_err(|e| e.to_string())?;
+            }
+            Action::StopAgent(_) => {
+                let i = self.agent(&on())?;
+                self.lab
+                    .stop_agent(i, None, AGENT_STOP_WAIT)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Action::Shutdown(_, kind) => {
+                let i = self.agent(&on())?;
+                let word = match kind {
+                    LeaveKind::PowerOff => "poweroff",
+                    LeaveKind::Reboot | LeaveKind::Restart => "reboot",
+                };
+                self.lab
+                    .stop_agent(i, Some(word), AGENT_STOP_WAIT)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                // Then the host goes down: its coordinator, its guard, its PVE node.
+                self.power_off(&on()).await?;
             }
             Action::FreezeAgent(_) => {
                 let i = self.agent(&on())?;

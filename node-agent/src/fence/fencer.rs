@@ -272,6 +272,16 @@ impl Fencer {
                     tracing::warn!(error = %e, "fence: cannot disarm the fence record at exit");
                 }
             }
+        } else if let Some(last) = self.record.last.clone() {
+            // The session's last lease (the hold a leaving agent was granted) may be later
+            // than the record: written, so the guard and the next run count it.
+            let recorded = self.record.clock.instant_of(last.lease_end_mono_ns);
+            let granted = self.status.borrow().lease.map(|l| l.expires_at());
+            if let Some(end) = granted.filter(|end| *end > recorded)
+                && let Err(e) = self.record.write(Some(end), last.armed).await
+            {
+                tracing::warn!(error = %e, "fence: cannot record the last lease at exit");
+            }
         }
     }
 

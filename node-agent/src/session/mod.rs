@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::NodeId;
-use protocol::agent::{Heartbeat, HeartbeatAck, Inventory};
+use protocol::agent::{Heartbeat, HeartbeatAck, Inventory, LeaveAnswer, LeaveKind};
 use protocol::spec::Labels;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -42,9 +42,17 @@ pub use runner::{CommandRunner, MAX_CONCURRENT};
 pub use targets::{Backoff, Target, Targets};
 
 use crate::inventory::{InventoryFeed, SentInventory, worth_sending};
+use crate::leave_probe::LeaveProbe;
 pub(crate) use link::resolve;
 use link::{Link, Miss};
 use runner::{Dispatcher, Done};
+
+/// A leaving agent goes anyway when no leader answered its leave for this long (a v1 leader,
+/// no quorum): its lease runs out as it would have.
+const LEAVE_UNANSWERED: Duration = Duration::from_secs(5);
+/// The longest a drain before a shutdown is waited for (the unit's `TimeoutStopSec` covers it,
+/// the grace and the teardown).
+pub const LEAVE_DRAIN_MAX: Duration = Duration::from_secs(240);
 
 /// Redirects followed at once before the back-off applies (two members naming each other).
 const FREE_REDIRECTS: u32 = 3;
@@ -66,6 +74,8 @@ pub struct SessionConfig {
     pub max_concurrent: usize,
     /// On shutdown, how long running commands may take to finish before they are aborted.
     pub shutdown_grace: Duration,
+    /// Asked why the agent stops when it is told to leave (`None`: it goes without telling).
+    pub leave_probe: Option<LeaveProbe>,
 }
 
 impl SessionConfig {
@@ -94,6 +104,8 @@ pub struct SessionStatus {
     pub running: usize,
     /// Results waiting for the leader's ack.
     pub unacked: usize,
+    /// The leader's last answer to this agent's leave.
+    pub leave: Option<LeaveAnswer>,
 }
 
 /// The coordinator session of one agent process.
@@ -103,6 +115,7 @@ pub struct Session<R> {
     runner: Arc<R>,
     inventory: InventoryFeed,
     status: watch::Sender<SessionStatus>,
+    leave: CancellationToken,
 }
 
 impl<R> std::fmt::Debug for Session<R> {
@@ -128,7 +141,15 @@ impl<R: CommandRunner> Session<R> {
             runner,
             inventory,
             status: watch::Sender::new(SessionStatus::default()),
+            leave: CancellationToken::new(),
         }
+    }
+
+    /// The token that makes the session leave: it tells the leader why the agent stops
+    /// ([`SessionConfig::leave_probe`]), waits for its answer (a drain may take minutes), then
+    /// ends as on shutdown.
+    pub fn leave_token(&self) -> CancellationToken {
+        self.leave.clone()
     }
 
     /// Follows the session's status.
@@ -136,9 +157,10 @@ impl<R: CommandRunner> Session<R> {
         self.status.subscribe()
     }
 
-    /// Beats until `shutdown`; then gives running commands the grace period, aborts the rest
-    /// and closes the connection.
+    /// Beats until `shutdown` or until it has left ([`Session::leave_token`]); then gives
+    /// running commands the grace period, aborts the rest and closes the connection.
     pub async fn run(self, shutdown: CancellationToken) {
+        let leave = self.leave.clone();
         let boot_id = rand::random::<u64>();
         tracing::info!(host = %self.cfg.host_name, boot_id, members = self.cfg.members.len(), "session started");
         let mut s = Beater {
@@ -160,6 +182,8 @@ impl<R: CommandRunner> Session<R> {
             next_beat: Instant::now(),
             last_sent: None,
             status: self.status,
+            leaving: None,
+            leave_answer: None,
             cfg: self.cfg,
         };
         loop {
@@ -167,6 +191,15 @@ impl<R: CommandRunner> Session<R> {
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
+                () = leave.cancelled() => {
+                    if let Some(probe) = s.cfg.leave_probe.clone() {
+                        tokio::select! {
+                            () = shutdown.cancelled() => {}
+                            () = s.leave(&probe) => {}
+                        }
+                    }
+                    break;
+                }
                 done = s.dispatcher.next_done(), if !s.dispatcher.is_idle() => {
                     s.on_done(done);
                     continue;
@@ -215,9 +248,52 @@ struct Beater<R> {
     next_beat: Instant,
     last_sent: Option<Instant>,
     status: watch::Sender<SessionStatus>,
+    /// Said on every beat once the agent leaves.
+    leaving: Option<LeaveKind>,
+    /// The leader's answer on the last ack, taken by [`Beater::leave`].
+    leave_answer: Option<LeaveAnswer>,
 }
 
 impl<R: CommandRunner> Beater<R> {
+    /// Tells the leader why the agent stops and waits for its answer: at once for a freeze or
+    /// a failover, after the drain for the `migrate` policy (commands keep running meanwhile:
+    /// the drain's migrations are this agent's). Goes anyway when nobody answers for
+    /// [`LEAVE_UNANSWERED`] or the drain takes longer than [`LEAVE_DRAIN_MAX`].
+    async fn leave(&mut self, probe: &LeaveProbe) {
+        let kind = probe.kind().await;
+        tracing::info!(?kind, "leaving: telling the leader why the agent stops");
+        self.leaving = Some(kind);
+        let start = Instant::now();
+        let mut answered = start;
+        loop {
+            self.beat_once().await;
+            if let Some(answer) = self.leave_answer.take() {
+                answered = Instant::now();
+                if answer.go {
+                    tracing::info!(action = ?answer.action, lease = ?self.lease.current().map(|l| l.duration()), message = %answer.message, "leaving: the leader lets the agent go");
+                    return;
+                }
+                tracing::info!(left = answer.left, message = %answer.message, "leaving: waiting for the drain");
+            }
+            let now = Instant::now();
+            if now.duration_since(answered) > LEAVE_UNANSWERED {
+                tracing::warn!("leaving: no leader answered; going (the lease runs out as before)");
+                return;
+            }
+            if now.duration_since(start) > LEAVE_DRAIN_MAX {
+                tracing::warn!(waited = ?LEAVE_DRAIN_MAX, "leaving: the drain is not over; going (what is left stays frozen)");
+                return;
+            }
+            let next = self.next_beat;
+            loop {
+                tokio::select! {
+                    done = self.dispatcher.next_done(), if !self.dispatcher.is_idle() => self.on_done(done),
+                    () = tokio::time::sleep_until(next) => break,
+                }
+            }
+        }
+    }
+
     async fn beat_once(&mut self) {
         let fresh = match self.link.connect().await {
             Ok(fresh) => fresh,
@@ -236,6 +312,7 @@ impl<R: CommandRunner> Beater<R> {
             inventory: inventory.clone(),
             results: self.book.unacked(),
             running: self.book.running(),
+            leaving: self.leaving,
         };
         let sent_at = Instant::now();
         self.last_sent = Some(sent_at);
@@ -275,6 +352,9 @@ impl<R: CommandRunner> Beater<R> {
         self.lease
             .grant(Lease::new(sent_at.into_std(), ack.lease_ms));
         self.book.ack(&ack.acked_results);
+        if ack.leave.is_some() {
+            self.leave_answer.clone_from(&ack.leave);
+        }
         let sent = inventory.is_some();
         if let Some(inventory) = inventory {
             self.sent_inventory = Some(SentInventory {
@@ -384,6 +464,7 @@ impl<R: CommandRunner> Beater<R> {
             lease: self.lease.current(),
             running: self.book.running().len(),
             unacked: self.book.unacked().len(),
+            leave: self.leave_answer.clone(),
         });
     }
 

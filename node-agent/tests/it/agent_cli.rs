@@ -165,6 +165,7 @@ impl Coordinator {
                     need_inventory: false,
                     acked_results: Vec::new(),
                     commands: Vec::new(),
+                    leave: None,
                 })
             }
         });

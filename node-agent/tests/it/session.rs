@@ -116,6 +116,7 @@ impl Script {
             need_inventory: std::mem::take(&mut self.ask_inventory),
             acked_results: acked,
             commands,
+            leave: None,
         })
     }
 }
@@ -301,6 +302,7 @@ impl Agent {
                 heartbeat: Duration::from_millis(50),
                 members,
                 max_concurrent: MAX_CONCURRENT,
+                leave_probe: None,
                 shutdown_grace: Duration::from_secs(1),
             },
             endpoint,

@@ -18,7 +18,7 @@ use lab::fake_systemd::FakeSystemd;
 use lab::process::{Process, Stderr};
 use node_agent::daemon::ReadyLine;
 use protocol::Role;
-use protocol::agent::{Heartbeat, HeartbeatAck};
+use protocol::agent::{Heartbeat, HeartbeatAck, LeaveAction, LeaveAnswer};
 use protocol::join::{JoinRequest, JoinResponse};
 use tokio::process::Command as TokioCommand;
 use tokio::runtime::Handle;
@@ -105,12 +105,19 @@ impl Coordinator {
         });
         let accepting = Arc::new(AtomicBool::new(false));
         let gate = Arc::clone(&accepting);
-        router.handle::<Heartbeat, _, _>(Service::Agent, move |_caller, _hb| {
+        router.handle::<Heartbeat, _, _>(Service::Agent, move |_caller, hb| {
             let accept = gate.load(Ordering::SeqCst);
             async move {
                 if !accept {
                     return Err(RemoteError::not_leader(None));
                 }
+                // A leaving agent (stopped by SIGTERM: a restart) is let go at once, frozen.
+                let leave = hb.leaving.map(|_| LeaveAnswer {
+                    action: LeaveAction::Freeze,
+                    go: true,
+                    left: 0,
+                    message: "frozen".into(),
+                });
                 Ok(HeartbeatAck {
                     leader: 1,
                     term: 1,
@@ -118,6 +125,7 @@ impl Coordinator {
                     need_inventory: false,
                     acked_results: Vec::new(),
                     commands: Vec::new(),
+                    leave,
                 })
             }
         });

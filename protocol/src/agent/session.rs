@@ -6,11 +6,12 @@ use serde::{Deserialize, Serialize};
 use super::command::{AgentCommand, CommandResult};
 use super::command_v1::AgentCommandV1;
 use super::inventory::Inventory;
+use super::leaving::{LeaveAnswer, LeaveKind};
 use crate::encoding::{self, EncodingError};
 use crate::identity::NodeId;
 use crate::rpc::Rpc;
 use crate::spec::Labels;
-use crate::version::{HA_SETTINGS, Version};
+use crate::version::{HA_SETTINGS, LEAVING, Version};
 
 /// One beat of an agent, sent every heartbeat interval to the member it believes leads. The
 /// host is the caller's certificate identity; nothing in the body can claim another.
@@ -32,6 +33,58 @@ pub struct Heartbeat {
     pub results: Vec<CommandResult>,
     /// Ids of the commands running now.
     pub running: Vec<String>,
+    /// The agent is stopping, and why (v2; a v1 beat never says).
+    pub leaving: Option<LeaveKind>,
+}
+
+/// [`Heartbeat`] as encoding v1 lays it out: without `leaving`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeartbeatV1 {
+    /// The PVE node name of the host.
+    pub host_name: String,
+    /// The host's labels.
+    pub labels: Labels,
+    /// Random per agent process start.
+    pub boot_id: u64,
+    /// Increases by one per beat of this process.
+    pub seq: u64,
+    /// The host's inventory, when sent.
+    pub inventory: Option<Inventory>,
+    /// Results the leader has not acknowledged yet.
+    pub results: Vec<CommandResult>,
+    /// Ids of the commands running now.
+    pub running: Vec<String>,
+}
+
+impl HeartbeatV1 {
+    /// What a v1 leader reads: everything but `leaving` (it would not know what to do with
+    /// it; the agent goes as before v2).
+    pub fn shown(hb: &Heartbeat) -> HeartbeatV1 {
+        HeartbeatV1 {
+            host_name: hb.host_name.clone(),
+            labels: hb.labels.clone(),
+            boot_id: hb.boot_id,
+            seq: hb.seq,
+            inventory: hb.inventory.clone(),
+            results: hb.results.clone(),
+            running: hb.running.clone(),
+        }
+    }
+}
+
+impl From<HeartbeatV1> for Heartbeat {
+    fn from(v1: HeartbeatV1) -> Heartbeat {
+        Heartbeat {
+            host_name: v1.host_name,
+            labels: v1.labels,
+            boot_id: v1.boot_id,
+            seq: v1.seq,
+            inventory: v1.inventory,
+            results: v1.results,
+            running: v1.running,
+            leaving: None,
+        }
+    }
 }
 
 /// The leader's answer to a [`Heartbeat`].
@@ -51,6 +104,8 @@ pub struct HeartbeatAck {
     pub acked_results: Vec<String>,
     /// Commands to run on this host (a command already run is answered from the journal).
     pub commands: Vec<AgentCommand>,
+    /// The answer to a beat that said the agent is leaving (v2).
+    pub leave: Option<LeaveAnswer>,
 }
 
 /// [`HeartbeatAck`] as encoding v1 lays it out: its commands in the v1 layout (an ensure's
@@ -98,6 +153,7 @@ impl From<HeartbeatAckV1> for HeartbeatAck {
             need_inventory: v1.need_inventory,
             acked_results: v1.acked_results,
             commands: v1.commands.into_iter().map(AgentCommand::from).collect(),
+            leave: None,
         }
     }
 }
@@ -106,8 +162,23 @@ impl Rpc for Heartbeat {
     const METHOD: &'static str = "agent.heartbeat";
     type Response = HeartbeatAck;
 
+    /// At v1, the beat without `leaving`.
+    fn encode_at(&self, version: Version) -> Result<Vec<u8>, EncodingError> {
+        if version >= LEAVING {
+            return encoding::encode(self);
+        }
+        encoding::encode(&HeartbeatV1::shown(self))
+    }
+
+    fn decode_at(version: Version, bytes: &[u8]) -> Result<Heartbeat, EncodingError> {
+        if version >= LEAVING {
+            return encoding::decode(bytes);
+        }
+        encoding::decode::<HeartbeatV1>(bytes).map(Heartbeat::from)
+    }
+
     /// At v1, the acknowledgement in the v1 layout: an ensure's spec as a v1 agent acts on it
-    /// (`ha`: fenced with its host or not). The beat itself is unchanged since v1.
+    /// (`ha`: fenced with its host or not), without a leave answer.
     fn encode_response_at(
         response: &HeartbeatAck,
         version: Version,

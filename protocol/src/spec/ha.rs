@@ -139,6 +139,9 @@ pub struct HaDefaults {
     pub max_relocate: u32,
     /// The recovery mode of VMs that do not say (PVE's only one: `relocate`).
     pub recovery: RecoveryMode,
+    /// What a host's clean shutdown or reboot does to its guests (PVE's `shutdown_policy`,
+    /// default `conditional`); an agent restart never moves or fences anything.
+    pub shutdown_policy: ShutdownPolicy,
 }
 
 impl Default for HaDefaults {
@@ -147,7 +150,37 @@ impl Default for HaDefaults {
             max_restart: DEFAULT_MAX_RESTART,
             max_relocate: DEFAULT_MAX_RELOCATE,
             recovery: RecoveryMode::default(),
+            shutdown_policy: ShutdownPolicy::default(),
         }
+    }
+}
+
+/// PVE HA's `shutdown_policy` (datacenter.cfg `ha: shutdown_policy=...`), the fleet-wide
+/// answer to a host whose agent says the host is going down cleanly
+/// (docs/design/maintenance.md, "Shutdown policy").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShutdownPolicy {
+    /// The guests stay on the host, frozen: not recovered while it is down (up to the freeze
+    /// hold), started again when it is back.
+    Freeze,
+    /// The guests are recovered elsewhere once the host is fenced, as after a failure.
+    Failover,
+    /// The host is drained first (a maintenance that ends by itself when it is back).
+    Migrate,
+    /// A reboot freezes, a power-off fails over (PVE's default).
+    #[default]
+    Conditional,
+}
+
+impl fmt::Display for ShutdownPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ShutdownPolicy::Freeze => "freeze",
+            ShutdownPolicy::Failover => "failover",
+            ShutdownPolicy::Migrate => "migrate",
+            ShutdownPolicy::Conditional => "conditional",
+        })
     }
 }
 

@@ -239,6 +239,7 @@ fn what_a_vm_leaves_out_is_the_fleets_default_read_when_used() {
         max_restart: 0,
         max_relocate: 4,
         recovery: RecoveryMode::Recreate,
+        ..HaDefaults::default()
     };
     assert_eq!(
         HaSpec::started().policy(&defaults),

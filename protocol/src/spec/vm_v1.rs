@@ -331,6 +331,7 @@ mod tests {
                 ensure(HaSpec::with_state(HaState::Disabled), DesiredState::Stopped),
                 ensure(HaSpec::with_state(HaState::Ignored), DesiredState::Running),
             ],
+            leave: None,
         };
         let bytes = Heartbeat::encode_response_at(&ack, Version(1)).unwrap();
         let read = Heartbeat::decode_response_at(Version(1), &bytes).unwrap();

@@ -232,6 +232,7 @@ fn ha_defaults_need_v2_and_a_v1_put_brings_back_pves() {
             max_restart: 0,
             max_relocate: 3,
             recovery: RecoveryMode::Recreate,
+            ..HaDefaults::default()
         },
         ..Settings::default()
     };

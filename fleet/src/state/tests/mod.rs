@@ -8,6 +8,7 @@ mod alloc_vmids;
 mod cluster;
 mod codec;
 mod ha;
+mod leaving;
 mod migrations;
 mod property;
 mod spec_file;

@@ -1,6 +1,7 @@
 //! Checking `[[event]]` entries: the action is known, it has the keys it takes and only
 //! those, its target (a host name, `@leader`, `@vm:NAME`, `@event[N]`) and its VM exist.
 
+use protocol::agent::LeaveKind;
 use protocol::spec::HaState;
 
 use super::super::error::ScenarioError;
@@ -53,6 +54,7 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
         | "partition"
         | "kill-agent"
         | "restart-agent"
+        | "stop-agent"
         | "freeze-agent"
         | "thaw-agent"
         | "kill-coordinator"
@@ -60,6 +62,7 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
         | "maintenance-enable"
         | "maintenance-disable" => &["host"],
         "heal" => &["host"],
+        "shutdown" => &["host", "state"],
         "fail-start" | "fail-migrate" => &["vm", "count"],
         "vm-migrate" => &["vm", "host"],
         "lock" => &["vm", "lock"],
@@ -69,10 +72,10 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
     })
 }
 
-const ACTIONS: &str = "power-off, power-on, reset, partition, heal, kill-agent, restart-agent, \
-     freeze-agent, thaw-agent, kill-coordinator, restart-coordinator, fail-start, fail-migrate, \
-     lock, pve-ha, vm-start, vm-stop, vm-ha, vm-apply, vm-delete, vm-migrate, maintenance-enable, \
-     maintenance-disable";
+const ACTIONS: &str = "power-off, power-on, reset, shutdown, partition, heal, kill-agent, \
+     restart-agent, stop-agent, freeze-agent, thaw-agent, kill-coordinator, restart-coordinator, \
+     fail-start, fail-migrate, lock, pve-ha, vm-start, vm-stop, vm-ha, vm-apply, vm-delete, \
+     vm-migrate, maintenance-enable, maintenance-disable";
 
 pub(super) fn event(
     i: usize,
@@ -155,6 +158,20 @@ pub(super) fn event(
         "heal" => Action::Heal(optional_host()?),
         "kill-agent" => Action::KillAgent(host()?),
         "restart-agent" => Action::RestartAgent(host()?),
+        "stop-agent" => Action::StopAgent(host()?),
+        "shutdown" => {
+            let kind = match e.state.as_deref() {
+                Some("reboot") => LeaveKind::Reboot,
+                Some("poweroff") => LeaveKind::PowerOff,
+                other => {
+                    return invalid(
+                        at("state"),
+                        format!("{other:?}: shutdown needs state = \"reboot\" or \"poweroff\""),
+                    );
+                }
+            };
+            Action::Shutdown(host()?, kind)
+        }
         "freeze-agent" => Action::FreezeAgent(host()?),
         "thaw-agent" => Action::ThawAgent(host()?),
         "kill-coordinator" => Action::KillCoordinator(coordinator_host()?),
