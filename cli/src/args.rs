@@ -343,6 +343,14 @@ pub enum VmCommand {
     /// Move a VM to another node of its PVE cluster with PVE's migration (live when it runs,
     /// local disks copied); without --to, to the node the scheduler picks.
     Migrate(VmMigrateArgs),
+    /// Set the number of members of a VM group (`[[vm_group]]`): the missing ones are created
+    /// from the group's spec, those numbered past N are deleted.
+    Scale {
+        /// The group's name.
+        group: String,
+        /// How many members it keeps.
+        replicas: u32,
+    },
     /// Snapshots of a VM, taken and restored on its host.
     #[command(subcommand)]
     Snapshot(SnapshotCommand),

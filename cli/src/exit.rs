@@ -173,6 +173,12 @@ pub enum CliError {
     /// the logs are).
     #[error("{0}")]
     Demo(String),
+    /// `vm scale` names a group no VM belongs to.
+    #[error(
+        "no VM belongs to group {0:?}: a group is made by applying a file with a [[vm_group]] \
+         named so (pvefleet vm apply -f FILE); `pvefleet vm ls` lists the VMs"
+    )]
+    NoGroup(String),
 }
 
 /// A path as the user gave it; `-` (standard input) by name.
@@ -201,6 +207,7 @@ impl CliError {
             CliError::Output(_) | CliError::Demo(_) | CliError::AdminNotSaved { .. } => {
                 ExitStatus::Failed
             }
+            CliError::NoGroup(_) => ExitStatus::NotFound,
         }
     }
 }

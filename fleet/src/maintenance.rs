@@ -5,8 +5,11 @@
 //! the guests drained off the host go back to it, as many at a time. Every decision is a
 //! [`Command::StartMigration`]; the reconciler carries the moves out.
 //!
+//! An affinity group moves as one: its members on the host ride with the first one drained, to
+//! the host [`migration::group_target`] finds for all of them.
+//!
 //! ```text
-//!  host in maintenance ─ guest idle, not tried lately ─▶ migration::target ─▶ Drain
+//!  host in maintenance ─ guest idle, not tried lately ─▶ migration::group_target ─▶ Drain (its group too)
 //!                                                     └─ no target ─▶ stays (shown as left)
 //!  home online, guest elsewhere and idle ─▶ migration::target(home) ─▶ Home
 //! ```
@@ -34,6 +37,7 @@ pub const DRAIN_RETRY_MS: u64 = 30_000;
 /// The migrations to start now (see the module documentation).
 pub fn plan(state: &FleetState, mut views: Vec<HostView>, now: UnixMillis) -> Vec<Command> {
     let mut out = Vec::new();
+    let mut started = std::collections::BTreeSet::new();
     let busy = |name: &str| state.migration(name).is_some() || state.recovery(name).is_some();
     for host in state.hosts().values() {
         if host.state != HostState::Maintenance {
@@ -60,17 +64,27 @@ pub fn plan(state: &FleetState, mut views: Vec<HostView>, now: UnixMillis) -> Ve
             {
                 continue;
             }
-            if let Ok(t) = migration::target(state, views.clone(), name, None) {
-                if let Some(view) = views.iter_mut().find(|v| v.id == t.to) {
-                    place_on(view, &rec.spec);
+            if started.contains(name) {
+                continue;
+            }
+            // The VM's affinity group rides with it, to one host.
+            if let Ok((t, riders)) = migration::group_target(state, views.clone(), name, None) {
+                for member in std::iter::once(name).chain(riders.iter()) {
+                    let Some(spec) = state.vm(member).map(|r| &r.spec) else {
+                        continue;
+                    };
+                    if let Some(view) = views.iter_mut().find(|v| v.id == t.to) {
+                        place_on(view, spec);
+                    }
+                    out.push(Command::StartMigration {
+                        name: member.clone(),
+                        to: t.to,
+                        purpose: MigrationPurpose::Drain,
+                        now,
+                    });
+                    started.insert(member.clone());
+                    running += 1;
                 }
-                out.push(Command::StartMigration {
-                    name: name.clone(),
-                    to: t.to,
-                    purpose: MigrationPurpose::Drain,
-                    now,
-                });
-                running += 1;
             }
         }
     }

@@ -171,3 +171,38 @@ fn only_an_online_host_goes_into_maintenance() {
         now: 6,
     });
 }
+
+#[test]
+fn an_affinity_group_is_drained_as_one_to_a_host_that_takes_all_of_it_and_an_operator_move_too() {
+    let mut w = alpha();
+    // db and cache kept together on pve-a; pve-b cannot take both (one fits), pve-c can.
+    let mut db = VmSpec::new("db", 65_536);
+    db.placement.together_with = vec!["cache".into()];
+    w.spec_on(db, 1);
+    w.spec_on(VmSpec::new("cache", 32_768), 1);
+    w.spec_on(VmSpec::new("filler", 65_536), 2);
+    let (t, riders) =
+        crate::migration::group_target(&w.state, host_views(&w.state), "db", None).unwrap();
+    assert_eq!(
+        (t.to_name.as_str(), riders.as_slice()),
+        ("pve-c", &["cache".to_string()][..])
+    );
+    // Alone, its rule keeps it with cache: it cannot leave.
+    let alone = crate::migration::target(&w.state, host_views(&w.state), "db", None);
+    assert!(
+        alone
+            .as_ref()
+            .is_err_and(|e| e.contains("kept together with cache on pve-a")),
+        "{alone:?}"
+    );
+    w.ok(Command::SetMaintenance {
+        id: 1,
+        enable: true,
+        now: 10,
+    });
+    let moves = w.step(10);
+    let mut names: Vec<(&str, NodeId)> = moves.iter().map(|m| (m.0.as_str(), m.1)).collect();
+    names.sort();
+    assert_eq!(names, [("cache", 3), ("db", 3)]);
+    assert!(moves.iter().all(|m| m.2 == MigrationPurpose::Drain));
+}

@@ -1,12 +1,15 @@
 //! Where an operator's `vm migrate` sends a VM, as a pure function of the state and the hosts:
 //! another online node of its PVE cluster that passes every filter and rule of the scheduler
 //! (a migration never breaks what placement would refuse), the one named, or the scheduler's
-//! best. The move itself is the state machine's record ([`crate::state::Command::StartMigration`])
+//! best; with [`group_target`], the VM's affinity group moves with it, as one. The move itself is the state machine's record ([`crate::state::Command::StartMigration`])
 //! and the source agent's work.
 
 use protocol::NodeId;
 use protocol::fleet::PVE_CLUSTER_LABEL;
 
+use protocol::spec::VmSpec;
+
+use crate::affinity::AffinityGroups;
 use crate::scheduler::{self, HostView, Verdict};
 use crate::state::FleetState;
 
@@ -30,9 +33,54 @@ pub struct Target {
 /// scheduler sees them.
 pub fn target(
     state: &FleetState,
+    views: Vec<HostView>,
+    name: &str,
+    to: Option<&str>,
+) -> Result<Target, String> {
+    target_with(state, views, name, to, &[])
+}
+
+/// Where VM `name` and the rest of its affinity group (`together_with`, overlapping rules)
+/// move as one: the members on its host that are idle (not moving, not being recovered) ride
+/// with it, judged as placed with it ([`scheduler::explain_with`]): the target must take all of
+/// them and suit every rule of each. The riders' names come with the target (none when the VM
+/// has no group, or when its group is split or busy: then it is judged alone, and its own
+/// affinity rule says why it cannot leave its partners).
+pub fn group_target(
+    state: &FleetState,
+    views: Vec<HostView>,
+    name: &str,
+    to: Option<&str>,
+) -> Result<(Target, Vec<String>), String> {
+    let rec = state
+        .vm(name)
+        .ok_or_else(|| format!("no VM named {name:?}"))?;
+    let groups = AffinityGroups::of(state);
+    let others = groups.members(&rec.spec);
+    let idle_beside = |spec: &VmSpec| {
+        state.vm(&spec.name).is_some_and(|r| {
+            r.assignment.host == rec.assignment.host
+                && r.assignment.vmid.is_some()
+                && !r.deleting
+                && state.migration(&spec.name).is_none()
+                && state.recovery(&spec.name).is_none()
+        })
+    };
+    if others.is_empty() || !others.iter().all(|s| idle_beside(s)) {
+        return target(state, views, name, to).map(|t| (t, Vec::new()));
+    }
+    let mut riders: Vec<String> = others.iter().map(|s| s.name.clone()).collect();
+    riders.sort();
+    let t = target_with(state, views, name, to, &others)?;
+    Ok((t, riders))
+}
+
+fn target_with(
+    state: &FleetState,
     mut views: Vec<HostView>,
     name: &str,
     to: Option<&str>,
+    riders: &[&VmSpec],
 ) -> Result<Target, String> {
     let rec = state
         .vm(name)
@@ -52,6 +100,24 @@ pub fn target(
             from_host.name
         ));
     };
+    // Partners it is kept together with stay on the source host unless they ride with it: it
+    // cannot leave them (the source host is out of the candidates, so the rule must be
+    // checked here).
+    let left_behind: Vec<String> = AffinityGroups::of(state)
+        .members(&rec.spec)
+        .iter()
+        .filter(|p| riders.iter().all(|r| r.name != p.name))
+        .filter(|p| state.vm(&p.name).and_then(|r| r.assignment.host) == Some(from))
+        .map(|p| p.name.clone())
+        .collect();
+    if !left_behind.is_empty() {
+        return Err(format!(
+            "VM {name} is kept together with {} on {}: it moves only with them, as one group \
+             (a group member that is moving or being recovered holds the rest back)",
+            left_behind.join(", "),
+            from_host.name
+        ));
+    }
     // The VM's own share is on its source host, not on a candidate.
     views.retain(|v| v.id != from && v.labels.get(PVE_CLUSTER_LABEL) == Some(cluster));
     if views.is_empty() {
@@ -60,7 +126,8 @@ pub fn target(
             from_host.name
         ));
     }
-    let verdicts = scheduler::explain(&rec.spec, &views, state.settings());
+    // The riders leave the source with it: judged as pending, not as placed there.
+    let verdicts = scheduler::explain_with(&rec.spec, riders, &views, state.settings());
     let target = |to: NodeId, to_name: String, chosen: String| Target {
         from,
         from_name: from_host.name.clone(),

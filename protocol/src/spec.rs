@@ -31,6 +31,9 @@ pub(crate) mod rules;
 pub(crate) mod validate;
 mod vip_check;
 mod vip_v1;
+mod vm_group;
+#[cfg(test)]
+mod vm_group_tests;
 mod vm_parts;
 mod vm_v1;
 
@@ -45,7 +48,10 @@ pub use cidr::{Cidr, CidrError, ip_to_u128, next_ip};
 pub use description::{
     DESCRIPTION_MAX_CHARS, DESCRIPTION_RESERVED_CHARS, PVE_DESCRIPTION_MAX_CHARS,
 };
-pub use file::{FleetSpecFile, SpecFileError, VmSpecFile, parse_fleet_file, parse_vm_file};
+pub use file::{
+    FleetSpecFile, GroupReplicas, SpecFileError, VmSpecFile, parse_fleet_file, parse_vm_file,
+    read_vm_file,
+};
 pub use guest_selector::{GuestSelector, RuleParty, together_group};
 pub use ha::{
     DEFAULT_MAX_RELOCATE, DEFAULT_MAX_RESTART, HaDefaults, HaPolicy, HaSpec, HaState, MAX_HA_TRIES,
@@ -59,6 +65,7 @@ pub use labels::Labels;
 pub use validate::{SpecError, validate_spec};
 pub use vip_check::{CheckType, VipCheck, validate_check};
 pub use vip_v1::{VipSpecV1, VipV1};
+pub use vm_group::{GROUP_KEYS, GroupMember, INDEX_PLACEHOLDER, MAX_REPLICAS};
 pub use vm_parts::{
     Bios, CloneMode, CloudInitSpec, DesiredState, DiskCache, DiskOptions, DiskSpec, NicIp,
     NicModel, NicSpec, NodeAffinity, OsType, Placement, RestartPolicy, ScsiController,
@@ -145,6 +152,10 @@ pub struct VmSpec {
     /// The VMID range to allocate from; absent = the fleet's default range.
     #[serde(default)]
     pub vmid_range: Option<String>,
+    /// The VM group it is a member of (`[[vm_group]]`, encoding v2): set when a group is
+    /// expanded, not written by hand.
+    #[serde(default)]
+    pub group: Option<GroupMember>,
 }
 
 fn one() -> u32 {
@@ -179,6 +190,7 @@ impl VmSpec {
             placement: Placement::default(),
             ha: HaSpec::none(),
             vmid_range: None,
+            group: None,
         }
     }
 

@@ -781,6 +781,20 @@ pub fn commands() -> Vec<Command> {
             enable: false,
             now,
         },
+        // Encoding v2: a member of a VM group.
+        Command::apply_vm(
+            {
+                let mut spec = VmSpec::new("api-1", 1024);
+                spec.group = Some(protocol::spec::GroupMember {
+                    group: "api".into(),
+                    index: 1,
+                    pattern: "api-{n}".into(),
+                    spread: true,
+                });
+                spec
+            },
+            now,
+        ),
         // pve-d's agent restarts (frozen under a hold), is back, and the record goes.
         Command::HostLeaving {
             id: 11,

@@ -114,9 +114,33 @@ pub(crate) async fn apply_and_report<S, R>(
 where
     R: Rpc,
 {
+    apply_after(
+        session,
+        ApplyReport::default(),
+        kind,
+        specs,
+        name,
+        request,
+        outcome,
+    )
+    .await
+}
+
+/// [`apply_and_report`] continuing `report` (what was done before, printed with the rest).
+pub(crate) async fn apply_after<S, R>(
+    session: &mut Session<'_>,
+    mut report: ApplyReport,
+    kind: &'static str,
+    specs: Vec<S>,
+    name: impl Fn(&S) -> String,
+    request: impl Fn(S) -> R,
+    outcome: impl Fn(&R::Response) -> (ApplyOutcome, Option<u64>),
+) -> Result<ApplyReport, CliError>
+where
+    R: Rpc,
+{
     let client = session.client()?;
     let total = specs.len();
-    let mut report = ApplyReport::default();
     for spec in specs {
         let entry = name(&spec);
         match client.call(&request(spec)).await {
@@ -130,7 +154,7 @@ where
                 });
             }
             Err(source) => {
-                if !report.applied.is_empty() {
+                if !report.applied.is_empty() || !report.deleted.is_empty() {
                     session.print(&report)?;
                 }
                 return Err(CliError::Apply {

@@ -16,6 +16,7 @@ mod migrate;
 mod pool;
 mod range;
 mod rebalance;
+mod scale;
 mod session;
 mod settings;
 mod shutdown_signal;

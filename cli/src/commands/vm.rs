@@ -2,7 +2,8 @@
 //! first bad field is named with its value and what is allowed) and only then sends them, one
 //! `VmApply` each; with `--wait` it then follows them to their desired state. `explain` shows
 //! the scheduler's view, `start|stop` change the desired power state, `restart` and
-//! `snapshot ...` run on the VM's agent, and `migrate` moves it ([`super::migrate`]).
+//! `snapshot ...` run on the VM's agent, `migrate` moves it ([`super::migrate`]) and `scale`
+//! sets the members of a VM group ([`super::scale`]).
 //!
 //! A restart or a snapshot can take minutes on its host: those calls get a timeout of at least
 //! the leader's own wait, after a quick check with the usual `--timeout` that the cluster
@@ -16,15 +17,15 @@ use protocol::admin::{
 use protocol::agent::SnapshotAction;
 
 use super::Session;
-use super::apply::{WaitLimits, apply_and_report, read_input, refused, wait_for_vms};
+use super::apply::{WaitLimits, apply_after, read_input, refused, wait_for_vms};
 use crate::args::{SnapshotCommand, VmApplyArgs, VmCommand};
 use crate::exit::CliError;
 use crate::output::printable::terminal_text;
 use crate::output::progress::WaitGoal;
-use crate::output::{Deleted, SnapshotChanged};
+use crate::output::{ApplyReport, Deleted, SnapshotChanged};
 use client::AdminClient;
 use protocol::admin::{RESTART_WAIT, SNAPSHOT_CHANGE_WAIT, SNAPSHOT_LIST_WAIT};
-use protocol::spec::parse_vm_file;
+use protocol::spec::read_vm_file;
 
 /// Added to the leader's wait for the CLI's own deadline: routing, retries, the reply.
 const LONG_CALL_MARGIN: Duration = Duration::from_secs(30);
@@ -65,6 +66,7 @@ pub(crate) async fn run(session: &mut Session<'_>, command: &VmCommand) -> Resul
         VmCommand::Stop { name } => power(session, name, VmPowerAction::Stop).await,
         VmCommand::Restart { name } => power(session, name, VmPowerAction::Restart).await,
         VmCommand::Migrate(args) => super::migrate::run(session, args).await,
+        VmCommand::Scale { group, replicas } => super::scale::run(session, group, *replicas).await,
         VmCommand::Snapshot(c) => snapshot(session, c).await,
         VmCommand::Delete { name } => {
             let reply = session
@@ -82,9 +84,15 @@ pub(crate) async fn run(session: &mut Session<'_>, command: &VmCommand) -> Resul
 
 async fn apply(session: &mut Session<'_>, args: &VmApplyArgs) -> Result<(), CliError> {
     let text = read_input(&args.file)?;
-    let specs = parse_vm_file(&text).map_err(|e| refused(&args.file, e))?;
-    let report = apply_and_report(
+    let (specs, groups) = read_vm_file(&text).map_err(|e| refused(&args.file, e))?;
+    // A group's members past its replicas go first; one report says all.
+    let deleted = super::scale::prune(session, &groups).await?;
+    let report = apply_after(
         session,
+        ApplyReport {
+            deleted,
+            ..ApplyReport::default()
+        },
         "vm",
         specs,
         |s| s.name.clone(),

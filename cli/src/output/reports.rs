@@ -18,6 +18,9 @@ use protocol::time::timestamp;
 pub struct ApplyReport {
     /// One entry per applied spec.
     pub applied: Vec<Applied>,
+    /// VM group members deleted (`vm scale`, or past a group's replicas at `vm apply`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<Deleted>,
 }
 
 /// One applied spec.
@@ -45,6 +48,9 @@ impl Render for ApplyReport {
                 )),
                 None => out.push_str(&format!("{} {} {}\n", a.kind, a.name, a.outcome)),
             }
+        }
+        for d in &self.deleted {
+            out.push_str(&d.table(_ctx));
         }
         out
     }

@@ -104,6 +104,18 @@ impl Render for VmRecord {
             // Placed elsewhere since (or recovered): the agents still report it on this host.
             pairs.insert(3, ("seen on", ctx.host(Some(seen))));
         }
+        if let Some(g) = &s.group {
+            pairs.push((
+                "group",
+                format!(
+                    "{} (member {} of {}, {})",
+                    g.group,
+                    g.index,
+                    g.pattern,
+                    if g.spread { "spread" } else { "not spread" }
+                ),
+            ));
+        }
         if !s.tags.is_empty() {
             pairs.push(("tags", s.tags.join(",")));
         }

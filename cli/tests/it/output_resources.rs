@@ -81,7 +81,8 @@ Running     true     Started   90m
                               "apart_from": [], "together_with": [], "node_affinity": null},
                 "ha": {"state": "started", "max_restart": null, "max_relocate": null,
                        "recovery": null},
-                "vmid_range": null
+                "vmid_range": null,
+                "group": null
             },
             "generation": 3,
             "created_at": NOW - 3 * DAY,
@@ -214,6 +215,7 @@ fn apply_reports_each_entry_with_its_generation() {
                 generation: None,
             },
         ],
+        deleted: vec![],
     };
     assert_eq!(
         table(&report),
@@ -225,6 +227,20 @@ fn apply_reports_each_entry_with_its_generation() {
             {"kind": "vm", "name": "web-1", "outcome": "created", "generation": 1},
             {"kind": "pool", "name": "lan", "outcome": "unchanged"}
         ]})
+    );
+    // A scale (or a group past its replicas) adds what it deleted.
+    let scaled = ApplyReport {
+        applied: vec![],
+        deleted: vec![Deleted {
+            kind: "vm",
+            name: "web-3".into(),
+            removed: true,
+        }],
+    };
+    assert_eq!(table(&scaled), "vm web-3 deleted\n");
+    assert_eq!(
+        json_of(&scaled),
+        json!({"applied": [], "deleted": [{"kind": "vm", "name": "web-3", "removed": true}]})
     );
 }
 

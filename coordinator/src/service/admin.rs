@@ -171,13 +171,6 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         })
         .await
     });
-    custom::<RebalancePlan, _, _>(router, ctx, |ctx, caller, req| async move {
-        ctx.on_leader(&caller, req, |r| {
-            let ctx = Arc::clone(&ctx);
-            async move { ctx.rebalance_plan(&r).await }
-        })
-        .await
-    });
     custom::<HostMaintenance, _, _>(router, ctx, |ctx, caller, req| async move {
         ctx.on_leader(&caller, req, |r| {
             let ctx = Arc::clone(&ctx);

@@ -1,5 +1,6 @@
-//! `vm migrate` on the leader: the target ([`fleet::migration::target`], the scheduler's
-//! filters and rules over the other nodes of the VM's PVE cluster), then `StartMigration`
+//! `vm migrate` on the leader: the target ([`fleet::migration::group_target`], the
+//! scheduler's filters and rules over the other nodes of the VM's PVE cluster, for the VM and
+//! the rest of its affinity group, which moves with it), then one `StartMigration` each
 //! through Raft. The reconciler sends the move to the source agent; its result closes the
 //! migration with an event, which `vm migrate --wait` follows.
 
@@ -14,7 +15,7 @@ impl Ctx {
     /// `vm migrate` (this member leads).
     pub(crate) async fn vm_migrate(&self, req: &VmMigrate) -> Result<VmMigrateReply, RemoteError> {
         self.confirm_linearizable().await?;
-        let target = self.read_local(|s| {
+        let (target, riders) = self.read_local(|s| {
             if s.vm(&req.name).is_none() {
                 return Err(RemoteError::not_found(format!(
                     "no VM named {:?}: `pvefleet vm ls` lists them",
@@ -22,21 +23,33 @@ impl Ctx {
                 )));
             }
             let views = self.control.host_views(s);
-            fleet::migration::target(s, views, &req.name, req.to.as_deref())
+            fleet::migration::group_target(s, views, &req.name, req.to.as_deref())
                 .map_err(RemoteError::conflict)
         })??;
-        let cmd = Command::StartMigration {
-            name: req.name.clone(),
-            to: target.to,
-            purpose: protocol::fleet::MigrationPurpose::Operator,
-            now: Now::read().millis,
-        };
-        self.propose(&cmd).await?;
         let since_event_seq = self.read_local(|s| s.last_event_seq())?;
+        // Its affinity group moves with it, to the same host.
+        for name in std::iter::once(&req.name).chain(riders.iter()) {
+            let cmd = Command::StartMigration {
+                name: name.clone(),
+                to: target.to,
+                purpose: protocol::fleet::MigrationPurpose::Operator,
+                now: Now::read().millis,
+            };
+            self.propose(&cmd).await?;
+        }
+        let chosen = match (target.chosen.is_empty(), riders.is_empty()) {
+            (_, true) => target.chosen,
+            (true, false) => format!("with its affinity group: {}", riders.join(", ")),
+            (false, false) => format!(
+                "{}, with its affinity group: {}",
+                target.chosen,
+                riders.join(", ")
+            ),
+        };
         Ok(VmMigrateReply {
             from: target.from_name,
             to: target.to_name,
-            chosen: target.chosen,
+            chosen,
             since_event_seq,
         })
     }

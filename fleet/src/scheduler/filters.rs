@@ -34,6 +34,8 @@ pub enum FilterName {
     /// The VM's node affinity prefers other hosts that can take it (or, strict, allows only
     /// its listed hosts).
     NodeAffinity,
+    /// The VM's group spreads its members, and other hosts that can take it have fewer.
+    Spread,
     /// The host already runs the most VMs a host may run.
     VmLimit,
     /// Not enough schedulable vCPUs left (after overcommit).
@@ -60,6 +62,7 @@ impl FilterName {
             FilterName::AntiAffinity => "anti-affinity",
             FilterName::Affinity => "affinity",
             FilterName::NodeAffinity => "node-affinity",
+            FilterName::Spread => "spread",
             FilterName::VmLimit => "vm-limit",
             FilterName::Cpu => "cpu",
             FilterName::Memory => "memory",

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use protocol::fleet::{Capacity, HostState};
 use protocol::identity::NodeId;
-use protocol::spec::{Labels, RuleParty, VmSpec};
+use protocol::spec::{GroupMember, Labels, RuleParty, VmSpec};
 use serde::Serialize;
 
 /// One host as the scheduler sees it.
@@ -44,6 +44,8 @@ pub struct GuestView {
     pub apart_from: Vec<String>,
     /// Its `placement.together_with`.
     pub together_with: Vec<String>,
+    /// The VM group it is spread with (`[[vm_group]]`, `spread`).
+    pub spread_group: Option<String>,
 }
 
 impl GuestView {
@@ -54,6 +56,7 @@ impl GuestView {
             tags: spec.tags.clone(),
             apart_from: spec.placement.apart_from.clone(),
             together_with: spec.placement.together_with.clone(),
+            spread_group: GroupMember::spread_group(spec).map(str::to_string),
         }
     }
 

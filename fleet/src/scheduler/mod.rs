@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!  hosts ──sort by (name, id)──▶ online ──▶ topsis (all online) ──▶ closeness per host
-//!                 └──▶ filters ──eligible──▶ best closeness, then name, id
+//!                 └──▶ filters ──eligible──▶ node affinity, spread ──▶ best closeness, then name, id
 //!                         └──excluded (filter, detail)──▶ explanation
 //! ```
 //!
@@ -18,6 +18,7 @@ mod filters;
 mod inputs;
 mod node_affinity;
 mod rules;
+mod spread;
 mod topsis;
 
 #[cfg(test)]
@@ -151,7 +152,14 @@ pub fn explain_with(
         .filter(|(_, eligible)| *eligible)
         .map(|(h, _)| *h)
         .collect();
-    let preferred_out = node_affinity::exclusions(vm, &eligible_hosts);
+    let mut preferred_out = node_affinity::exclusions(vm, &eligible_hosts);
+    // Spreading a group weighs only the hosts its node affinity leaves.
+    let preferred: Vec<&HostView> = eligible_hosts
+        .iter()
+        .filter(|h| preferred_out.iter().all(|(id, _)| *id != h.id))
+        .copied()
+        .collect();
+    preferred_out.extend(spread::exclusions(vm, &preferred));
     for (((host, eligible), row), closeness) in counted.iter().zip(&matrix).zip(scores) {
         if !eligible {
             continue;

@@ -548,6 +548,7 @@ fn guest(name: &str, tags: &[&str], apart: &[&str], together: &[&str]) -> GuestV
         tags: tags.iter().map(|t| t.to_string()).collect(),
         apart_from: apart.iter().map(|t| t.to_string()).collect(),
         together_with: together.iter().map(|t| t.to_string()).collect(),
+        spread_group: None,
     }
 }
 
@@ -712,5 +713,65 @@ fn node_affinity_takes_the_highest_priority_available_and_strict_waits() {
     assert_eq!(
         excluded_by(&err.verdicts, "c").map(|e| e.0),
         Some(FilterName::NodeAffinity)
+    );
+}
+
+#[test]
+fn a_groups_members_spread_over_the_hosts_and_double_up_rather_than_wait() {
+    let member = |index: u32, spread: bool| {
+        let mut spec = vm();
+        spec.name = format!("web-{index}");
+        spec.group = Some(protocol::spec::GroupMember {
+            group: "web".into(),
+            index,
+            pattern: "web-{n}".into(),
+            spread,
+        });
+        spec
+    };
+    let (mut a, mut b, c) = (host(1, "a"), host(2, "b"), host(3, "c"));
+    // a is the emptiest, yet holds a member: spreading sends web-3 to c, the one without.
+    for (h, name) in [(&mut a, "web-1"), (&mut b, "web-2")] {
+        let mut g = guest(name, &[], &[], &[]);
+        g.spread_group = Some("web".into());
+        h.guests.push(g);
+    }
+    b.usage.memory_mib = 8_000;
+    let mut c_busy = c.clone();
+    c_busy.usage.memory_mib = 16_000;
+    let decision = place(
+        &member(3, true),
+        &[a.clone(), b.clone(), c_busy.clone()],
+        &settings(),
+    )
+    .unwrap();
+    assert_eq!(decision.host_name, "c");
+    assert_eq!(
+        excluded_by(&decision.verdicts, "a"),
+        Some((
+            FilterName::Spread,
+            "1 member(s) of group web here; c has 0".into()
+        ))
+    );
+    // Without spreading, the scores alone choose: the emptiest, a.
+    assert_eq!(
+        place(
+            &member(3, false),
+            &[a.clone(), b.clone(), c_busy.clone()],
+            &settings()
+        )
+        .unwrap()
+        .host_name,
+        "a"
+    );
+    // c cannot take it: every host has one, so the scores choose among all (no wait).
+    let mut c_full = c.clone();
+    c_full.usage.memory_mib = 34_000;
+    let decision = place(&member(3, true), &[a, b, c_full], &settings()).unwrap();
+    assert_eq!(decision.host_name, "a");
+    assert_eq!(
+        excluded_by(&decision.verdicts, "b").map(|e| e.0),
+        None,
+        "a and b have one member each"
     );
 }

@@ -148,6 +148,7 @@ pub fn validate_spec(spec: &VmSpec) -> Result<(), SpecError> {
     if let Some(range) = &spec.vmid_range {
         check("vmid_range", range, &rules::DNS_LABEL)?;
     }
+    super::vm_group::validate_member(spec)?;
     Ok(())
 }
 

@@ -148,6 +148,7 @@ impl From<VmSpecV1> for VmSpec {
             restart: v1.restart,
             placement: v1.placement.into(),
             vmid_range: v1.vmid_range,
+            group: None,
         }
     }
 }
@@ -162,7 +163,7 @@ impl VmSpecV1 {
         let rules = !spec.placement.apart_from.is_empty()
             || !spec.placement.together_with.is_empty()
             || spec.placement.node_affinity.is_some();
-        (ha_of_v1(v1.ha, v1.state) == spec.ha && !rules).then_some(v1)
+        (ha_of_v1(v1.ha, v1.state) == spec.ha && !rules && spec.group.is_none()).then_some(v1)
     }
 
     /// What a v1 reader can show and act on: `ha` is whether the VM is an HA guest for

@@ -13,7 +13,7 @@ use protocol::spec::{
     CloneMode, DesiredState, FleetSpecFile, NicIp, validate_ip_pool, validate_spec, validate_vip,
     validate_vmid_range,
 };
-use protocol::spec::{parse_fleet_file, parse_vm_file};
+use protocol::spec::{parse_fleet_file, parse_vm_file, read_vm_file};
 
 fn example(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -23,7 +23,7 @@ fn example(name: &str) -> String {
 }
 
 fn fleet() -> FleetSpecFile {
-    toml::from_str(&example("fleet.toml")).unwrap_or_else(|e| panic!("examples/fleet.toml: {e}"))
+    parse_fleet_file(&example("fleet.toml")).unwrap_or_else(|e| panic!("examples/fleet.toml: {e}"))
 }
 
 #[test]
@@ -41,9 +41,20 @@ fn the_example_fleet_parses_and_every_entry_is_valid() {
     for vm in &file.vm {
         validate_spec(vm).unwrap_or_else(|e| panic!("vm {}: {e}", vm.name));
     }
-    // The CLI's own reader (names unique, entries numbered in errors) accepts it too.
-    let parsed = parse_fleet_file(&example("fleet.toml")).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(parsed, file);
+    // Its groups are expanded, and `vm apply -f` reads the same VMs from it.
+    assert_eq!(
+        file.groups,
+        [("web".to_string(), 4), ("worker".to_string(), 3)]
+    );
+    let (vms, groups) = read_vm_file(&example("fleet.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((vms, groups), (file.vm.clone(), file.groups.clone()));
+    let web: Vec<&str> = file
+        .vm
+        .iter()
+        .filter(|v| v.group.as_ref().is_some_and(|g| g.group == "web"))
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(web, ["web-1", "web-2", "web-3", "web-4"]);
 }
 
 #[test]

@@ -22,3 +22,4 @@ mod scenarios;
 mod schema_conformance;
 mod units;
 mod vips;
+mod vm_groups;

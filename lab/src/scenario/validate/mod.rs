@@ -91,6 +91,7 @@ pub(crate) fn scenario(raw: RawFile) -> Checked<Scenario> {
                 })
             })
             .transpose()?,
+        groups: Vec::new(),
     };
     check_fleet(&fleet)?;
     let vms: Vec<&str> = fleet.vm.iter().map(|v| v.name.as_str()).collect();
