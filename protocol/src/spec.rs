@@ -163,6 +163,14 @@ fn one() -> u32 {
 }
 
 impl VmSpec {
+    /// The VM group the scheduler spreads the VM with, if any (`[[vm_group]]`, `spread`).
+    pub fn spread_group(&self) -> Option<&str> {
+        self.group
+            .as_ref()
+            .filter(|g| g.spread)
+            .map(|g| g.group.as_str())
+    }
+
     /// A spec with only the required fields and every default: useful to build specs in code.
     pub fn new(name: impl Into<String>, memory_mib: u64) -> VmSpec {
         VmSpec {

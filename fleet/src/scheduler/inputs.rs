@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use protocol::fleet::{Capacity, HostState};
 use protocol::identity::NodeId;
-use protocol::spec::{GroupMember, Labels, RuleParty, VmSpec};
+use protocol::spec::{Labels, RuleParty, VmSpec};
 use serde::Serialize;
 
 /// One host as the scheduler sees it.
@@ -56,7 +56,7 @@ impl GuestView {
             tags: spec.tags.clone(),
             apart_from: spec.placement.apart_from.clone(),
             together_with: spec.placement.together_with.clone(),
-            spread_group: GroupMember::spread_group(spec).map(str::to_string),
+            spread_group: spec.spread_group().map(str::to_string),
         }
     }
 

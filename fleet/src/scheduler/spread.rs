@@ -6,14 +6,14 @@
 use std::collections::BTreeMap;
 
 use protocol::identity::NodeId;
-use protocol::spec::{GroupMember, VmSpec};
+use protocol::spec::VmSpec;
 
 use super::filters::{Exclusion, FilterName};
 use super::inputs::HostView;
 
 /// The eligible hosts spreading excludes, with why.
 pub(crate) fn exclusions(vm: &VmSpec, eligible: &[&HostView]) -> Vec<(NodeId, Exclusion)> {
-    let Some(group) = GroupMember::spread_group(vm) else {
+    let Some(group) = vm.spread_group() else {
         return Vec::new();
     };
     let count = |h: &HostView| {

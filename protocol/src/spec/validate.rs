@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::description;
 use super::ha::{HaState, MAX_HA_TRIES};
 use super::rules::{self, Rule};
+use super::vm_group::{GroupMember, INDEX_PLACEHOLDER, MAX_REPLICAS};
 use super::{
     Cidr, CloudInitSpec, DesiredState, DiskSpec, NicIp, NicModel, NicSpec, Placement, VmSpec,
 };
@@ -148,7 +149,7 @@ pub fn validate_spec(spec: &VmSpec) -> Result<(), SpecError> {
     if let Some(range) = &spec.vmid_range {
         check("vmid_range", range, &rules::DNS_LABEL)?;
     }
-    super::vm_group::validate_member(spec)?;
+    group_member(spec)?;
     Ok(())
 }
 
@@ -469,4 +470,42 @@ fn ha(spec: &VmSpec) -> Result<(), SpecError> {
         _ => return Ok(()),
     };
     Err(SpecError::text("ha.state", state.as_str(), hint))
+}
+
+/// Checks a spec's group membership: a valid group name, a number within the replicas
+/// allowed, a pattern with `{n}`, and the VM named by it.
+fn group_member(spec: &VmSpec) -> Result<(), SpecError> {
+    let Some(g) = &spec.group else {
+        return Ok(());
+    };
+    check("group.group", &g.group, &rules::DNS_LABEL)?;
+    within("group.index", g.index, 1, MAX_REPLICAS)?;
+    if !g.pattern.contains(INDEX_PLACEHOLDER) {
+        return Err(SpecError::text(
+            "group.pattern",
+            &g.pattern,
+            "a VM name with {n} for the member's number (web-{n})",
+        ));
+    }
+    let named = GroupMember::name_of(&g.pattern, g.index);
+    if spec.name != named {
+        return Err(SpecError::text(
+            "name",
+            &spec.name,
+            format!(
+                "{named}: member {} of group {} under {}",
+                g.index, g.group, g.pattern
+            ),
+        ));
+    }
+    for (i, nic) in spec.nics.iter().enumerate() {
+        if let Some(NicIp::Static { .. }) = &nic.ip {
+            return Err(SpecError::text(
+                format!("nics[{i}].ip"),
+                "a fixed address",
+                "dhcp or a pool: every member of a group shares the spec",
+            ));
+        }
+    }
+    Ok(())
 }

@@ -15,14 +15,12 @@
 //! memory_mib = 2048             # ... and every other VM key, shared by the members
 //! ```
 //!
-//! A group is expanded when the file is read: each member is an ordinary VM whose spec says
-//! which group it belongs to ([`GroupMember`]), so `pvefleet vm scale GROUP N` can add members
-//! from that spec and remove the highest ones, and the scheduler can spread them.
+//! A group is expanded when the file is read (`file.rs`): each member is an ordinary VM whose
+//! spec says which group it belongs to ([`GroupMember`]), so `pvefleet vm scale GROUP N` can
+//! add members from that spec and remove the highest ones, and the scheduler can spread them.
+//! A member's spec is checked with the others (`validate.rs`).
 
 use serde::{Deserialize, Serialize};
-
-use super::validate::{SpecError, check, within};
-use super::{NicIp, VmSpec, rules};
 
 /// The most members a group may have.
 pub const MAX_REPLICAS: u32 = 1000;
@@ -48,53 +46,7 @@ impl GroupMember {
     pub fn name_of(pattern: &str, index: u32) -> String {
         pattern.replace(INDEX_PLACEHOLDER, &index.to_string())
     }
-
-    /// The group the scheduler spreads the VM with, if any.
-    pub fn spread_group(spec: &VmSpec) -> Option<&str> {
-        spec.group
-            .as_ref()
-            .filter(|g| g.spread)
-            .map(|g| g.group.as_str())
-    }
 }
 
 /// The keys of a `[[vm_group]]` table that are the group's own, not its members' spec.
 pub const GROUP_KEYS: [&str; 4] = ["name", "replicas", "name_pattern", "spread"];
-
-/// Checks a spec's group membership: a valid group name, a number within the replicas
-/// allowed, a pattern with `{n}`, and the VM named by it.
-pub(crate) fn validate_member(spec: &VmSpec) -> Result<(), SpecError> {
-    let Some(g) = &spec.group else {
-        return Ok(());
-    };
-    check("group.group", &g.group, &rules::DNS_LABEL)?;
-    within("group.index", g.index, 1, MAX_REPLICAS)?;
-    if !g.pattern.contains(INDEX_PLACEHOLDER) {
-        return Err(SpecError::text(
-            "group.pattern",
-            &g.pattern,
-            "a VM name with {n} for the member's number (web-{n})",
-        ));
-    }
-    let named = GroupMember::name_of(&g.pattern, g.index);
-    if spec.name != named {
-        return Err(SpecError::text(
-            "name",
-            &spec.name,
-            format!(
-                "{named}: member {} of group {} under {}",
-                g.index, g.group, g.pattern
-            ),
-        ));
-    }
-    for (i, nic) in spec.nics.iter().enumerate() {
-        if let Some(NicIp::Static { .. }) = &nic.ip {
-            return Err(SpecError::text(
-                format!("nics[{i}].ip"),
-                "a fixed address",
-                "dhcp or a pool: every member of a group shares the spec",
-            ));
-        }
-    }
-    Ok(())
-}

@@ -55,8 +55,8 @@ fn groups_expand_into_members_over_the_defaults() {
         })
     );
     assert!(matches!(vms[3].nics[0].ip, Some(NicIp::Pool(_))));
-    assert_eq!(GroupMember::spread_group(&vms[1]), Some("web"));
-    assert_eq!(GroupMember::spread_group(&vms[4]), None);
+    assert_eq!(vms[1].spread_group(), Some("web"));
+    assert_eq!(vms[4].spread_group(), None);
     // A fleet file reads the same, its groups noted.
     let fleet = parse_fleet_file(&format!(
         "[[vmid_range]]\nname = \"main\"\nstart = 100\nend = 199\n{FILE}"
