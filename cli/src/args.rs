@@ -392,11 +392,15 @@ pub struct VmMigrateArgs {
     pub to: Option<String>,
     /// Then wait until the move is over, showing progress on stderr; exit non-zero with PVE's
     /// reason when it failed.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "dry_run")]
     pub wait: bool,
     /// How long `--wait` waits.
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration, requires = "wait")]
     pub wait_timeout: Duration,
+    /// Show where the VM (and its affinity group) would go and how every other node of its PVE
+    /// cluster was judged, without moving anything.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `pvefleet vm snapshot ...`

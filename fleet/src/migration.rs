@@ -14,7 +14,7 @@ use crate::scheduler::{self, HostView, Verdict};
 use crate::state::FleetState;
 
 /// The host a VM moves to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Target {
     /// The host it leaves.
     pub from: NodeId,
@@ -26,6 +26,8 @@ pub struct Target {
     pub to_name: String,
     /// Why that one, when the scheduler chose (`best of 2 eligible hosts`); empty when named.
     pub chosen: String,
+    /// Every candidate host's verdict as the move was judged (`vm migrate --dry-run`).
+    pub verdicts: Vec<scheduler::HostVerdict>,
 }
 
 /// Where VM `name` may move: `to` (a host name) if it qualifies, else the best host of its
@@ -134,6 +136,7 @@ fn target_with(
         to,
         to_name,
         chosen,
+        verdicts: verdicts.clone(),
     };
     if let Some(wanted) = to {
         if wanted == from_host.name {

@@ -28,7 +28,7 @@ pub use cluster::{
 pub use maintenance::{GuestLeft, HostMaintenance, HostMaintenanceReply, MaintenanceAction};
 pub use members::{MemberPromote, MemberPromoteReply, MemberReportVersions};
 pub use methods::METHODS;
-pub use migrate::{VmMigrate, VmMigrateReply};
+pub use migrate::{VmMigrate, VmMigratePlan, VmMigratePlanReply, VmMigrateReply};
 pub use ops::{
     HostStatus, HostStatusEntry, HostStatusReply, PlacementScores, PlacementVerdict, RESTART_WAIT,
     SNAPSHOT_CHANGE_WAIT, SNAPSHOT_LIST_WAIT, VmExplain, VmExplainReply, VmPower, VmPowerAction,

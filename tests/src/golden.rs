@@ -1487,6 +1487,41 @@ fn wire_samples(out: &mut Vec<Golden>) {
     );
     rpc(
         out,
+        admin::VmMigratePlan {
+            name: "db".into(),
+            to: None,
+        },
+        admin::VmMigratePlanReply {
+            vm: "db".into(),
+            to: Some("pve-c".into()),
+            why: "best of 1 eligible host".into(),
+            with: vec!["cache".into()],
+            verdicts: vec![
+                admin::PlacementVerdict {
+                    host_id: 5,
+                    host_name: "pve-c".into(),
+                    filter: None,
+                    detail: String::new(),
+                    scores: Some(admin::PlacementScores {
+                        avg_cpu: 0.25,
+                        max_cpu: 0.5,
+                        avg_mem: 0.125,
+                        max_mem: 0.75,
+                        closeness: 0.875,
+                    }),
+                },
+                admin::PlacementVerdict {
+                    host_id: 4,
+                    host_name: "pve-b".into(),
+                    filter: Some("memory".into()),
+                    detail: "needs 64 GiB, 60 GiB left".into(),
+                    scores: None,
+                },
+            ],
+        },
+    );
+    rpc(
+        out,
         admin::RebalancePlan {},
         admin::RebalancePlanReply {
             moves: vec![admin::RebalanceMove {

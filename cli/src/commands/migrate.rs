@@ -1,5 +1,5 @@
 //! `pvefleet vm migrate NAME [--to HOST] [--wait]`: the leader records the move and answers
-//! at once; with `--wait` the CLI follows it (`vm ls` shows it under way) until it is over,
+//! at once (`--dry-run`: it only says where the VM would go and how each node was judged); with `--wait` the CLI follows it (`vm ls` shows it under way) until it is over,
 //! then reads the event that closed it: `migrated ...` exits 0, a failure exits like a
 //! conflict with PVE's reason.
 //!
@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use protocol::admin::{Events, VmList, VmMigrate, VmMigrateReply};
+use protocol::admin::{Events, VmList, VmMigrate, VmMigratePlan, VmMigrateReply};
 use protocol::fleet::EventKind;
 
 use super::Session;
@@ -24,6 +24,16 @@ use client::ClientError;
 const POLL: Duration = Duration::from_secs(1);
 
 pub(crate) async fn run(session: &mut Session<'_>, args: &VmMigrateArgs) -> Result<(), CliError> {
+    if args.dry_run {
+        let plan = session
+            .client()?
+            .call(&VmMigratePlan {
+                name: args.name.clone(),
+                to: args.to.clone(),
+            })
+            .await?;
+        return session.print(&plan);
+    }
     let reply = session
         .client()?
         .call(&VmMigrate {

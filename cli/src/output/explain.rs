@@ -2,7 +2,7 @@
 //! TOPSIS criteria (fleet utilization if the VM went there) and the closeness, or the hard
 //! filter that excluded the host and why.
 
-use protocol::admin::{PlacementVerdict, VmExplainReply};
+use protocol::admin::{PlacementVerdict, VmExplainReply, VmMigratePlanReply};
 
 use super::table::Table;
 use super::{Context, Render};
@@ -59,25 +59,56 @@ impl Render for VmExplainReply {
             return out;
         }
         out.push('\n');
-        let mut t = Table::new(&[
-            "HOST",
-            "VERDICT",
-            "FILTER/DETAIL",
-            "RMS-CPU",
-            "MAX-CPU",
-            "RMS-MEM",
-            "MAX-MEM",
-            "CLOSENESS",
-        ]);
-        for (i, v) in self.verdicts.iter().enumerate() {
-            t.row(row(v, i == 0));
-        }
-        out.push_str(&t.render());
+        out.push_str(&verdict_table(&self.verdicts));
         if self.verdicts.iter().all(|v| v.scores.is_none()) {
             out.push_str(&format!(
                 "\nno host can take vm {vm}: fix what the filters name (capacity, labels, \
                  storages, bridges, templates, host state) or change its placement\n"
             ));
+        }
+        out
+    }
+}
+
+/// The verdicts as `vm explain` prints them: one row per host, the first (best) marked.
+fn verdict_table(verdicts: &[PlacementVerdict]) -> String {
+    let mut t = Table::new(&[
+        "HOST",
+        "VERDICT",
+        "FILTER/DETAIL",
+        "RMS-CPU",
+        "MAX-CPU",
+        "RMS-MEM",
+        "MAX-MEM",
+        "CLOSENESS",
+    ]);
+    for (i, v) in verdicts.iter().enumerate() {
+        t.row(row(v, i == 0));
+    }
+    t.render()
+}
+
+impl Render for VmMigratePlanReply {
+    fn table(&self, _ctx: &Context) -> String {
+        let vm = &self.vm;
+        let mut out = match &self.to {
+            Some(to) => {
+                let with = if self.with.is_empty() {
+                    String::new()
+                } else {
+                    format!(", with its affinity group: {}", self.with.join(", "))
+                };
+                format!(
+                    "vm {vm} would move to {to} ({}){with}; nothing was moved (drop --dry-run \
+                     to move it)\n",
+                    self.why
+                )
+            }
+            None => format!("vm {vm} cannot move now: {}\n", self.why),
+        };
+        if !self.verdicts.is_empty() {
+            out.push_str("\nthe other nodes of its PVE cluster as the move judges them:\n");
+            out.push_str(&verdict_table(&self.verdicts));
         }
         out
     }

@@ -193,3 +193,42 @@ fn maintenance_status_and_the_rebalance_plan_read_as_tables() {
          stayed over 10% for 300 s\n"
     );
 }
+
+#[test]
+fn a_migration_dry_run_reads_as_the_target_then_the_judged_nodes() {
+    use crate::support::fixtures::table;
+    use protocol::admin::{PlacementVerdict, VmMigratePlanReply};
+    let plan = VmMigratePlanReply {
+        vm: "db".into(),
+        to: Some("pve-c".into()),
+        why: "best of 1 eligible host".into(),
+        with: vec!["cache".into()],
+        verdicts: vec![PlacementVerdict {
+            host_id: 4,
+            host_name: "pve-b".into(),
+            filter: Some("memory".into()),
+            detail: "needs 64 GiB".into(),
+            scores: None,
+        }],
+    };
+    let text = table(&plan);
+    assert!(
+        text.starts_with(
+            "vm db would move to pve-c (best of 1 eligible host), with its affinity group: \
+             cache; nothing was moved (drop --dry-run to move it)\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("pve-b") && text.contains("memory"), "{text}");
+    let stuck = VmMigratePlanReply {
+        to: None,
+        why: "VM db is on pve-a already".into(),
+        with: vec![],
+        verdicts: vec![],
+        ..plan
+    };
+    assert_eq!(
+        table(&stuck),
+        "vm db cannot move now: VM db is on pve-a already\n"
+    );
+}

@@ -15,8 +15,8 @@ use protocol::admin::{
     VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
 use protocol::admin::{
-    HostMaintenance, HostStatus, RebalancePlan, VipMove, VipStatus, VmExplain, VmMigrate, VmPower,
-    VmSnapshot,
+    HostMaintenance, HostStatus, RebalancePlan, VipMove, VipStatus, VmExplain, VmMigrate,
+    VmMigratePlan, VmPower, VmSnapshot,
 };
 use protocol::fleet::UnixMillis;
 use protocol::join::JoinRequest;
@@ -182,6 +182,13 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         ctx.on_leader(&caller, req, |r| {
             let ctx = Arc::clone(&ctx);
             async move { ctx.vm_migrate(&r).await }
+        })
+        .await
+    });
+    custom::<VmMigratePlan, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.vm_migrate_plan(&r).await }
         })
         .await
     });

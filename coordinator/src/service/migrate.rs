@@ -4,11 +4,12 @@
 //! through Raft. The reconciler sends the move to the source agent; its result closes the
 //! migration with an event, which `vm migrate --wait` follows.
 
-use protocol::admin::{VmMigrate, VmMigrateReply};
+use protocol::admin::{VmMigrate, VmMigratePlan, VmMigratePlanReply, VmMigrateReply};
 use protocol::time::Now;
 use transport::RemoteError;
 
 use super::Ctx;
+use super::ops::plan::placement_verdict;
 use fleet::state::Command;
 
 impl Ctx {
@@ -52,5 +53,45 @@ impl Ctx {
             chosen,
             since_event_seq,
         })
+    }
+
+    /// `vm migrate --dry-run` (this member leads): the move as [`Ctx::vm_migrate`] would make
+    /// it, with every candidate's verdict; nothing is recorded.
+    pub(crate) async fn vm_migrate_plan(
+        &self,
+        req: &VmMigratePlan,
+    ) -> Result<VmMigratePlanReply, RemoteError> {
+        self.confirm_linearizable().await?;
+        self.read_local(|s| {
+            if s.vm(&req.name).is_none() {
+                return Err(RemoteError::not_found(format!(
+                    "no VM named {:?}: `pvefleet vm ls` lists them",
+                    req.name
+                )));
+            }
+            let views = self.control.host_views(s);
+            Ok(
+                match fleet::migration::group_target(s, views, &req.name, req.to.as_deref()) {
+                    Ok((t, riders)) => VmMigratePlanReply {
+                        vm: req.name.clone(),
+                        to: Some(t.to_name),
+                        why: if t.chosen.is_empty() {
+                            "asked for, and it qualifies".to_string()
+                        } else {
+                            t.chosen
+                        },
+                        with: riders,
+                        verdicts: t.verdicts.into_iter().map(placement_verdict).collect(),
+                    },
+                    Err(why) => VmMigratePlanReply {
+                        vm: req.name.clone(),
+                        to: None,
+                        why,
+                        with: Vec::new(),
+                        verdicts: Vec::new(),
+                    },
+                },
+            )
+        })?
     }
 }

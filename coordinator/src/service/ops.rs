@@ -16,7 +16,7 @@
 //! retry never restarts a VM twice, and a new operator command always runs anew.
 
 mod one_shot;
-mod plan;
+pub(crate) mod plan;
 mod runs;
 
 use std::sync::Arc;

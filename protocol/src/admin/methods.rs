@@ -7,8 +7,8 @@ use super::{
     HostList, HostMaintenance, HostStatus, MemberList, MemberPromote, MemberRemove,
     MemberReportVersions, PoolApply, PoolDelete, PoolList, RebalancePlan, ReleaseIp, SettingsGet,
     SettingsPut, TokenCreate, TokenList, TokenRevoke, VipApply, VipDelete, VipList, VipMove,
-    VipStatus, VmApply, VmDelete, VmExplain, VmGet, VmList, VmMigrate, VmPower, VmSnapshot,
-    VmidRangeApply, VmidRangeDelete, VmidRangeList,
+    VipStatus, VmApply, VmDelete, VmExplain, VmGet, VmList, VmMigrate, VmMigratePlan, VmPower,
+    VmSnapshot, VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
 use crate::Rpc;
 
@@ -53,6 +53,7 @@ pub const METHODS: &[&str] = &[
     <VipStatus as Rpc>::METHOD,
     <VipMove as Rpc>::METHOD,
     <VmMigrate as Rpc>::METHOD,
+    <VmMigratePlan as Rpc>::METHOD,
     <HostMaintenance as Rpc>::METHOD,
     <RebalancePlan as Rpc>::METHOD,
 ];

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::PlacementVerdict;
 use crate::rpc::Rpc;
 
 /// Move `name`; `to`: the target host's name, or `None` for the scheduler's choice among the
@@ -32,4 +33,34 @@ pub struct VmMigrateReply {
 impl Rpc for VmMigrate {
     const METHOD: &'static str = "admin.vm_migrate";
     type Response = VmMigrateReply;
+}
+
+/// `vm migrate NAME [--to HOST] --dry-run`: where the VM would move and how every other node of
+/// its PVE cluster was judged, without moving anything (encoding v2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmMigratePlan {
+    /// The VM's name.
+    pub name: String,
+    /// The target host asked for, by name.
+    pub to: Option<String>,
+}
+
+/// The move as it would be made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VmMigratePlanReply {
+    /// The VM.
+    pub vm: String,
+    /// The host it would go to; `None`: it cannot move now ([`Self::why`] says why).
+    pub to: Option<String>,
+    /// Why that host (`best of 2 eligible hosts`), or why it cannot move.
+    pub why: String,
+    /// The other members of its affinity group, which would move with it.
+    pub with: Vec<String>,
+    /// Every other node of its PVE cluster as the move judges it (empty when it cannot move).
+    pub verdicts: Vec<PlacementVerdict>,
+}
+
+impl Rpc for VmMigratePlan {
+    const METHOD: &'static str = "admin.vm_migrate_plan";
+    type Response = VmMigratePlanReply;
 }

@@ -85,6 +85,30 @@ fn running_vms_move_live_within_their_pve_cluster_and_a_failed_move_leaves_them_
         .map(|v| (v.spec.name.clone(), v.assignment.vmid.unwrap()))
         .collect();
 
+    // A dry run says where it would go and how the other nodes were judged; nothing moves.
+    let from = host_name_of(&fleet, "shared-1");
+    let plan = fleet
+        .cluster
+        .cli_json(&["vm", "migrate", "shared-1", "--dry-run"]);
+    let to = plan["to"].as_str().unwrap().to_string();
+    assert!(NODES.contains(&to.as_str()) && to != from, "{plan}");
+    let judged: Vec<&str> = plan["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["host_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(judged.len(), NODES.len() - 1, "{plan}");
+    assert!(!judged.contains(&from.as_str()), "{plan}");
+    assert_eq!(judged[0], to, "the best first: {plan}");
+    assert!(plan["why"].as_str().unwrap().contains("eligible"), "{plan}");
+    assert_eq!(host_name_of(&fleet, "shared-1"), from);
+    let plan = fleet
+        .cluster
+        .cli_json(&["vm", "migrate", "shared-1", "--to", &from, "--dry-run"]);
+    assert!(plan["to"].is_null(), "{plan}");
+    assert!(plan["why"].as_str().unwrap().contains("already"), "{plan}");
+
     for name in ["local-1", "shared-1"] {
         let from = host_name_of(&fleet, name);
         let to = NODES.iter().find(|n| **n != from).unwrap().to_string();

@@ -278,7 +278,7 @@ pub(crate) fn explain_vm(
     })
 }
 
-fn placement_verdict(v: HostVerdict) -> PlacementVerdict {
+pub(crate) fn placement_verdict(v: HostVerdict) -> PlacementVerdict {
     let (filter, detail, scores) = match v.verdict {
         Verdict::Excluded { filter, detail } => (Some(filter.as_str().to_string()), detail, None),
         Verdict::Scored {
