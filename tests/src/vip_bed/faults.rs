@@ -39,6 +39,9 @@ pub enum Fault {
     LeaderKill,
     /// `pvefleet vip move NAME HOST` to the next host.
     Move,
+    /// `pvefleet host maintenance enable OWNER`: the owner hands over gracefully; `disable`
+    /// after.
+    Maintenance,
     /// The owner's agent stops gracefully (SIGTERM): it hands over.
     AgentTerm,
     /// The owner's `vmbr0` goes down: its agent reports it not ready, the leader hands over.
@@ -55,10 +58,11 @@ pub enum Fault {
 
 impl Fault {
     /// Every fault, in the order the test plays them.
-    pub const ALL: [Fault; 9] = [
+    pub const ALL: [Fault; 10] = [
         Fault::VrrpFiltered,
         Fault::LeaderKill,
         Fault::Move,
+        Fault::Maintenance,
         Fault::AgentTerm,
         Fault::InterfaceDown,
         Fault::CutOff,
@@ -73,6 +77,7 @@ impl Fault {
             Fault::VrrpFiltered => "VRRP filtered",
             Fault::LeaderKill => "leader SIGKILL",
             Fault::Move => "vip move",
+            Fault::Maintenance => "host maintenance",
             Fault::AgentTerm => "agent SIGTERM",
             Fault::InterfaceDown => "interface down",
             Fault::CutOff => "cut off",
@@ -230,6 +235,10 @@ impl VipBed {
                 self.cli(&["vip", "move", &vip, &to])?;
                 return Ok(Injected::Target(target));
             }
+            Fault::Maintenance => {
+                let host = self.name(owner).to_string();
+                self.cli(&["host", "maintenance", "enable", &host])?;
+            }
             Fault::AgentTerm => {
                 if let Some(Stopped::Killed) =
                     self.rt.block_on(self.lab.terminate(Part::Agent(owner)))
@@ -328,6 +337,10 @@ impl VipBed {
                 self.wait_leader(self.opts.settle)?;
             }
             Fault::Move => {}
+            Fault::Maintenance => {
+                let host = self.name(owner).to_string();
+                self.cli(&["host", "maintenance", "disable", &host])?;
+            }
             Fault::AgentTerm => self.start_part(Part::Agent(owner))?,
             Fault::AgentKill => {
                 self.record.excuse(owner, Excuse::UntilGone);
