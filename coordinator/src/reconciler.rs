@@ -248,6 +248,7 @@ fn react(control: &Control, state: &FleetState, arrived: &[Arrived], now: Clock)
         let memory = control.memory(&a.meta.vm);
         let reaction = on_result(
             state.vm(&a.meta.vm),
+            state.migration(&a.meta.vm),
             &host_name,
             &a.meta,
             &a.outcome,

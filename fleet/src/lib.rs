@@ -44,6 +44,7 @@ pub mod rebalance;
 pub mod rebalancer;
 pub mod reconcile;
 pub mod recovery;
+pub mod remote_move;
 pub mod scheduler;
 pub mod shutdown;
 pub mod state;

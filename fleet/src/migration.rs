@@ -1,17 +1,23 @@
 //! Where an operator's `vm migrate` sends a VM, as a pure function of the state and the hosts:
-//! another online node of its PVE cluster that passes every filter and rule of the scheduler
-//! (a migration never breaks what placement would refuse), the one named, or the scheduler's
-//! best; with [`group_target`], the VM's affinity group moves with it, as one. The move itself is the state machine's record ([`crate::state::Command::StartMigration`])
+//! another online host that passes every filter and rule of the scheduler (a migration never
+//! breaks what placement would refuse), the one named, or the scheduler's best — a node of its
+//! own PVE cluster first, another cluster or standalone node only when none can take it (then
+//! a remote migration, or a rebuild for a `recovery = recreate` VM, see [`MoveKind`]); with
+//! [`group_target`], the VM's affinity group moves with it, as one. The move itself is the state machine's record ([`crate::state::Command::StartMigration`])
 //! and the source agent's work.
 
 use protocol::NodeId;
-use protocol::fleet::PVE_CLUSTER_LABEL;
-
-use protocol::spec::VmSpec;
+use protocol::fleet::{MoveKind, PVE_CLUSTER_LABEL, VmRecord};
+use protocol::spec::{RecoveryMode, VmSpec};
 
 use crate::affinity::AffinityGroups;
+use crate::remote_move;
 use crate::scheduler::{self, HostView, Verdict};
 use crate::state::FleetState;
+
+#[cfg(test)]
+#[path = "migration_tests.rs"]
+mod tests;
 
 /// The host a VM moves to.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +30,10 @@ pub struct Target {
     pub to: NodeId,
     /// Its name.
     pub to_name: String,
-    /// Why that one, when the scheduler chose (`best of 2 eligible hosts`); empty when named.
+    /// How it moves (within its PVE cluster, remote migration, or rebuilt).
+    pub kind: MoveKind,
+    /// Why that one, when the scheduler chose (`best of 2 eligible hosts (...)`); when named,
+    /// empty within the PVE cluster, else how it moves.
     pub chosen: String,
     /// Every candidate host's verdict as the move was judged (`vm migrate --dry-run`).
     pub verdicts: Vec<scheduler::HostVerdict>,
@@ -79,7 +88,7 @@ pub fn group_target(
 
 fn target_with(
     state: &FleetState,
-    mut views: Vec<HostView>,
+    views: Vec<HostView>,
     name: &str,
     to: Option<&str>,
     riders: &[&VmSpec],
@@ -95,13 +104,7 @@ fn target_with(
         .hosts()
         .get(&from)
         .ok_or_else(|| format!("VM {name}'s host {from} is not registered"))?;
-    let Some(cluster) = from_host.labels.get(PVE_CLUSTER_LABEL) else {
-        return Err(format!(
-            "VM {name} is on {}, a standalone PVE node: a migration moves a VM between the nodes \
-             of one PVE cluster",
-            from_host.name
-        ));
-    };
+    let cluster = from_host.labels.get(PVE_CLUSTER_LABEL);
     // Partners it is kept together with stay on the source host unless they ride with it: it
     // cannot leave them (the source host is out of the candidates, so the rule must be
     // checked here).
@@ -121,20 +124,29 @@ fn target_with(
         ));
     }
     // The VM's own share is on its source host, not on a candidate.
-    views.retain(|v| v.id != from && v.labels.get(PVE_CLUSTER_LABEL) == Some(cluster));
-    if views.is_empty() {
-        return Err(format!(
-            "VM {name} is on {}, the only node of PVE cluster {cluster} in the fleet",
-            from_host.name
-        ));
-    }
+    let (local, remote): (Vec<HostView>, Vec<HostView>) = views
+        .into_iter()
+        .filter(|v| v.id != from)
+        .partition(|v| cluster.is_some() && v.labels.get(PVE_CLUSTER_LABEL) == cluster);
+    let far_kind = if state.ha_policy(rec).recovery == RecoveryMode::Recreate {
+        MoveKind::Recreate
+    } else {
+        MoveKind::Remote
+    };
     // The riders leave the source with it: judged as pending, not as placed there.
-    let verdicts = scheduler::explain_with(&rec.spec, riders, &views, state.settings());
-    let target = |to: NodeId, to_name: String, chosen: String| Target {
+    let local_verdicts = scheduler::explain_with(&rec.spec, riders, &local, state.settings());
+    let remote_verdicts = far_verdicts(state, rec, riders, &remote, far_kind);
+    let verdicts: Vec<_> = local_verdicts
+        .iter()
+        .chain(&remote_verdicts)
+        .cloned()
+        .collect();
+    let target = |to: NodeId, to_name: String, kind: MoveKind, chosen: String| Target {
         from,
         from_name: from_host.name.clone(),
         to,
         to_name,
+        kind,
         chosen,
         verdicts: verdicts.clone(),
     };
@@ -142,10 +154,14 @@ fn target_with(
         if wanted == from_host.name {
             return Err(format!("VM {name} is on {wanted} already"));
         }
-        let Some(v) = verdicts.iter().find(|v| v.host_name == wanted) else {
+        let found = local_verdicts
+            .iter()
+            .map(|v| (v, MoveKind::Local))
+            .chain(remote_verdicts.iter().map(|v| (v, far_kind)))
+            .find(|(v, _)| v.host_name == wanted);
+        let Some((v, kind)) = found else {
             return Err(format!(
-                "{wanted} is not another node of PVE cluster {cluster} known to the fleet (its \
-                 nodes: {})",
+                "{wanted} is not another online host known to the fleet (its hosts: {})",
                 verdicts
                     .iter()
                     .map(|v| v.host_name.as_str())
@@ -154,29 +170,125 @@ fn target_with(
             ));
         };
         return match &v.verdict {
-            Verdict::Scored { .. } => Ok(target(v.host_id, v.host_name.clone(), String::new())),
+            // Named: no choice to explain, but a move out of the PVE cluster says so.
+            Verdict::Scored { .. } => Ok(target(
+                v.host_id,
+                v.host_name.clone(),
+                kind,
+                match kind {
+                    MoveKind::Local => String::new(),
+                    MoveKind::Remote | MoveKind::Recreate => kind.describe().to_string(),
+                },
+            )),
             Verdict::Excluded { filter, detail } => Err(format!(
-                "VM {name} cannot move to {wanted}: excluded by {filter}: {detail}"
+                "VM {name} cannot move to {wanted} ({}): excluded by {filter}: {detail}",
+                kind.describe()
             )),
         };
     }
-    let eligible = verdicts.iter().filter(|v| v.closeness().is_some()).count();
-    match verdicts.first() {
-        Some(best) if best.closeness().is_some() => Ok(target(
-            best.host_id,
-            best.host_name.clone(),
-            format!(
-                "best of {eligible} eligible host{}",
-                if eligible == 1 { "" } else { "s" }
-            ),
-        )),
-        _ => Err(format!(
-            "no other node of PVE cluster {cluster} can take VM {name}: {}",
-            verdicts
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")
-        )),
+    // A move within the PVE cluster first (no copy of shared disks, no token); another
+    // cluster only when no node of its own can take it.
+    for (list, kind) in [
+        (&local_verdicts, MoveKind::Local),
+        (&remote_verdicts, far_kind),
+    ] {
+        let eligible = list.iter().filter(|v| v.closeness().is_some()).count();
+        if let Some(best) = list.first().filter(|b| b.closeness().is_some()) {
+            return Ok(target(
+                best.host_id,
+                best.host_name.clone(),
+                kind,
+                format!(
+                    "best of {eligible} eligible host{} ({})",
+                    if eligible == 1 { "" } else { "s" },
+                    kind.describe()
+                ),
+            ));
+        }
     }
+    if verdicts.is_empty() {
+        return Err(format!(
+            "VM {name} is on {}, the only host of the fleet",
+            from_host.name
+        ));
+    }
+    Err(format!(
+        "no other host can take VM {name}: {}",
+        verdicts
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    ))
+}
+
+/// The verdicts of hosts outside the VM's PVE cluster. A rebuild is judged as a placement
+/// (template, storages and all); a remote migration with [`remote_move::judged_spec`] and
+/// then [`remote_move::mapping`]. Either way a host whose PVE cluster uses the VM's VMID for a
+/// guest the fleet does not own cannot take it.
+fn far_verdicts(
+    state: &FleetState,
+    rec: &VmRecord,
+    riders: &[&VmSpec],
+    hosts: &[HostView],
+    kind: MoveKind,
+) -> Vec<scheduler::HostVerdict> {
+    let judged = match kind {
+        MoveKind::Remote => remote_move::judged_spec(&rec.spec),
+        MoveKind::Local | MoveKind::Recreate => rec.spec.clone(),
+    };
+    let mut verdicts = scheduler::explain_with(&judged, riders, hosts, state.settings());
+    for v in &mut verdicts {
+        if v.closeness().is_none() {
+            continue;
+        }
+        let Some(view) = hosts.iter().find(|h| h.id == v.host_id) else {
+            continue;
+        };
+        let refusal = vmid_taken(state, rec, view).or_else(|| match kind {
+            MoveKind::Remote => remote_move::mapping(&rec.spec, view).err(),
+            MoveKind::Local | MoveKind::Recreate => None,
+        });
+        if let Some((filter, detail)) = refusal {
+            v.verdict = Verdict::Excluded { filter, detail };
+        }
+    }
+    verdicts.sort_by(|a, b| {
+        let score = |v: &scheduler::HostVerdict| v.closeness().map(|c| -c);
+        (score(a).is_none(), score(a), &a.host_name)
+            .partial_cmp(&(score(b).is_none(), score(b), &b.host_name))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    verdicts
+}
+
+/// Whether a guest the fleet does not own uses the VM's VMID on `view`'s PVE cluster (or on
+/// `view` itself when it is a standalone node): the VM keeps its VMID when it moves.
+fn vmid_taken(
+    state: &FleetState,
+    rec: &VmRecord,
+    view: &HostView,
+) -> Option<(scheduler::FilterName, String)> {
+    let vmid = rec.assignment.vmid?;
+    let cluster = view.labels.get(PVE_CLUSTER_LABEL);
+    state
+        .hosts()
+        .values()
+        .filter(|h| {
+            h.id == view.id || (cluster.is_some() && h.labels.get(PVE_CLUSTER_LABEL) == cluster)
+        })
+        .find(|h| {
+            h.facts
+                .as_ref()
+                .is_some_and(|f| f.foreign_vmids.contains(&vmid))
+        })
+        .map(|h| {
+            (
+                scheduler::FilterName::Vmid,
+                format!(
+                    "VMID {vmid} is used on {} by a guest the fleet does not own",
+                    h.name
+                ),
+            )
+        })
 }

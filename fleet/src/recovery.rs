@@ -60,6 +60,11 @@ pub fn plan(state: &FleetState, now: UnixMillis) -> Vec<RecoveryAction> {
         if rec.deleting || !fenced || !ha.fences() || ha.recovery == RecoveryMode::None {
             continue;
         }
+        // Moved by PVE when its host was fenced: it may run on the target already. The
+        // reconciler asks the target first (`Migration::source_lost_at`).
+        if state.migration(&rec.spec.name).is_some() {
+            continue;
+        }
         let (to, message) = match place(state, rec, from, ha.recovery, &[], &mut views) {
             Ok((to, message)) => (Some(to), message),
             Err(why) => (None, why),

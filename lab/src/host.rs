@@ -238,6 +238,13 @@ pub fn write_agent_config(
                 node.token_file.display().to_string().into(),
             );
             backend.insert("ca_file".into(), node.cert.display().to_string().into());
+            // Other clusters' simulated nodes reach this one where the agent does (loopback).
+            if let Some(addr) = node.url.strip_prefix("https://") {
+                backend.insert(
+                    "migration_address".into(),
+                    addr.trim_end_matches('/').to_string().into(),
+                );
+            }
         }
         PveAccess::Pvesh => {
             let node = pve.ok_or_else(missing)?;

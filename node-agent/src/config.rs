@@ -22,6 +22,7 @@
 //! url = "https://127.0.0.1:8006"
 //! token_file = "/etc/pvefleet/pve-token" # one line USER@REALM!TOKENID=SECRET, mode 0600
 //! fingerprint = "AA:BB:..."              # or ca_file = "/etc/pve/pve-root-ca.pem", or insecure = true
+//! migration_address = "10.0.0.11:8006"   # how other PVE clusters reach this node (remote migrations)
 //! ```
 //!
 //! The packaged, documented file is `packaging/etc/agent.toml` (installed as
@@ -34,6 +35,7 @@ use protocol::spec::Labels;
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use crate::fence::settings::{FenceConfig, GuardMode, ResetMode};
+use crate::migration_address::MigrationAddress;
 
 /// Where `pvefleet-agent` looks for its configuration unless told otherwise.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/pvefleet/agent.toml";
@@ -154,6 +156,46 @@ pub struct HttpsSettings {
     /// Trust any certificate (throw-away labs only).
     #[serde(default)]
     pub insecure: bool,
+    /// `ADDRESS[:PORT]` (port default 8006) at which the PVE nodes of other clusters reach
+    /// this node's API, handed to them for remote migrations to this host; unset: the host
+    /// of `url` unless it is a loopback address, else the host takes no remote migrations.
+    #[serde(default)]
+    pub migration_address: Option<String>,
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+impl HttpsSettings {
+    /// Where sources of remote migrations reach this node ([`Self::migration_address`]);
+    /// `Ok(None)` when it takes none; an error says what is wrong with the value.
+    pub fn migration_address(&self) -> Result<Option<MigrationAddress>, String> {
+        let Some(text) = &self.migration_address else {
+            // The url's own host (a bad url is `pve.url`'s error), unless it is loopback.
+            return Ok(self
+                .host_port()
+                .ok()
+                .filter(|(host, _)| !is_loopback(host))
+                .map(|(host, port)| MigrationAddress { host, port }));
+        };
+        let bad = || format!("{text:?} is not ADDRESS[:PORT] (port 1-65535)");
+        let (host, port) = match text.rsplit_once(':') {
+            // A bare IPv6 address: its colons are not a port.
+            Some((h, _)) if !h.ends_with(']') && h.contains(':') => (text.as_str(), "8006"),
+            Some((h, p)) => (h, p),
+            None => (text.as_str(), "8006"),
+        };
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        if host.is_empty() || port == 0 || host.contains('/') {
+            return Err(bad());
+        }
+        Ok(Some(MigrationAddress { host, port }))
+    }
 }
 
 /// `backend = "pvesh"`.
@@ -306,6 +348,11 @@ impl AgentConfig {
         }
         if self.data_dir.as_os_str().is_empty() {
             return Err(invalid("data_dir", "must not be empty".to_string()));
+        }
+        if let PveConfig::Https(https) = &self.pve {
+            https
+                .migration_address()
+                .map_err(|reason| invalid("pve.migration_address", reason))?;
         }
         if let Err(e) = ::daemon::logging::check_filter(&self.log) {
             return Err(invalid(

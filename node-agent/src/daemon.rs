@@ -30,7 +30,7 @@ use tokio_util::task::TaskTracker;
 use transport::{Endpoint, TransportConfig, TransportError};
 
 use crate::backend::{self, BackendError};
-use crate::config::{AgentConfig, ConfigError};
+use crate::config::{AgentConfig, ConfigError, PveConfig};
 use crate::error::JournalError;
 use crate::executor::Executor;
 use crate::fence::guests::GuestStopper;
@@ -209,7 +209,12 @@ impl Agent {
         let gate = StartGate::new();
         let mut ops = VmOps::new(pve.client.clone(), host.clone())
             .with_start_gate(gate.clone())
-            .with_cluster_fs(cluster_fs(&config, &host));
+            .with_cluster_fs(cluster_fs(&config, &host))
+            .with_migration_address(match &config.pve {
+                // Checked when the configuration was loaded.
+                PveConfig::Https(https) => https.migration_address().ok().flatten(),
+                PveConfig::Pvesh(_) | PveConfig::Sim(_) => None,
+            });
         // A simulated node has no storage directories: its snippets live in the simulator.
         if let Some(sim) = &pve.sim {
             ops = ops.with_snippets(Arc::new(SimSnippetWriter::new(sim.clone())));

@@ -125,7 +125,15 @@ enum Settle {
 fn settle(op: &Op) -> Settle {
     match op {
         // A migration looks where the VM is first: running it again reports a finished move.
-        Op::Ensure(_) | Op::Delete(_) | Op::Migrate(_) => Settle::Rerun,
+        // A remote migration too: it waits for a move still running, and a VM gone from the
+        // source cluster is answered in doubt (the fleet asks the target).
+        Op::Ensure(_)
+        | Op::Delete(_)
+        | Op::Vacate(_)
+        | Op::Migrate(_)
+        | Op::RemoteMigrate(_)
+        | Op::OpenMigrationTarget(_)
+        | Op::CloseMigrationTarget(_) => Settle::Rerun,
         Op::Power(p) => match p.action {
             PowerAction::Restart { .. } => Settle::Unknown(format!(
                 "the agent stopped while restarting VM {} ({}); check its uptime in PVE and restart it again if needed",
@@ -183,6 +191,11 @@ impl Executor {
                     id.len()
                 ),
             ));
+        }
+        // Minting and deleting a migration token: harmless to repeat, and the answer of the
+        // first holds a secret the journal must not keep (Op::is_unjournaled).
+        if cmd.op.is_unjournaled() {
+            return self.run(&cmd.op).await;
         }
         let begin = match self.journal.begin(id, &Journaled::of(cmd)).await {
             Ok(b) => b,
@@ -275,6 +288,26 @@ impl Executor {
                 .migrate(m)
                 .await
                 .map(|(node, running)| CommandOutput::Migrated { node, running }),
+            Op::Vacate(d) => self
+                .ops
+                .delete(d)
+                .await
+                .map(|existed| CommandOutput::Deleted { existed }),
+            Op::RemoteMigrate(m) => self
+                .ops
+                .remote_migrate(m)
+                .await
+                .map(|(node, running)| CommandOutput::Migrated { node, running }),
+            Op::OpenMigrationTarget(o) => self
+                .ops
+                .open_target(o)
+                .await
+                .map(CommandOutput::MigrationTarget),
+            Op::CloseMigrationTarget(c) => self
+                .ops
+                .close_target(c)
+                .await
+                .map(|(arrived, running)| CommandOutput::TargetClosed { arrived, running }),
         }
     }
 

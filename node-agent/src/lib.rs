@@ -31,6 +31,7 @@ pub mod join;
 mod journal;
 mod journaled;
 pub mod leave_probe;
+pub mod migration_address;
 pub mod ops;
 mod record;
 pub mod session;

@@ -18,6 +18,7 @@ mod command;
 mod command_v1;
 mod inventory;
 mod leaving;
+mod remote_move;
 mod session;
 mod vip;
 
@@ -30,6 +31,7 @@ pub use inventory::{
     DiskUsage, HostResources, Inventory, ObservedVm, PveNodeInfo, StorageInfo, TemplateInfo,
 };
 pub use leaving::{LeaveAction, LeaveAnswer, LeaveKind};
+pub use remote_move::{CloseTargetOp, OpenTargetOp, RemoteEndpoint, RemoteMigrateOp};
 pub use session::{Heartbeat, HeartbeatAck, HeartbeatAckV1, HeartbeatV1};
 pub use vip::{
     VipCandidacy, VipClaim, VipMember, VipRelease, VipReleased, VipRenew, VipRenewReply, VipReport,

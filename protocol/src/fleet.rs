@@ -34,7 +34,7 @@ pub use cluster::{
 pub use event::{Event, EventKind, EventLevel};
 pub use host_v1::HostV1;
 pub use leaving::Leaving;
-pub use migration::{Migration, MigrationPurpose};
+pub use migration::{Migration, MigrationPurpose, MoveKind};
 pub use rebalancing::Rebalancing;
 pub use recovery::{PVE_CLUSTER_LABEL, Recovery, StartFailures, TakeOver};
 pub use settings_v1::SettingsV1;

@@ -15,10 +15,12 @@ pub mod fleet;
 pub mod identity;
 pub mod join;
 pub mod rpc;
+pub mod secret;
 pub mod spec;
 pub mod time;
 pub mod version;
 
 pub use identity::{NodeId, Role};
 pub use rpc::Rpc;
+pub use secret::Secret;
 pub use version::Version;

@@ -12,8 +12,9 @@ use rand::RngCore;
 use serde_json::{Map, Value, json};
 use sha2::Sha256;
 
+use crate::access::AccessControl;
 use crate::api::{ApiError, Caller, Params};
-use crate::config::{SimConfig, TokenConfig};
+use crate::config::SimConfig;
 use crate::route::HttpMethod;
 
 /// Ticket (and CSRF token) lifetime in seconds (`$ticket_lifetime`).
@@ -73,7 +74,8 @@ fn unauthorized(message: &str) -> ApiError {
 pub(crate) struct Auth {
     ticket_key: [u8; 32],
     csrf_key: [u8; 32],
-    tokens: Vec<TokenConfig>,
+    /// Users and API tokens (the configured ones and those created through the API).
+    access: AccessControl,
     root_password: String,
     cluster_name: Option<String>,
 }
@@ -88,7 +90,7 @@ impl Auth {
         Self {
             ticket_key,
             csrf_key,
-            tokens: config.tokens.clone(),
+            access: AccessControl::new(config),
             root_password: config.root_password.clone(),
             cluster_name: (config.nodes.len() > 1).then(|| config.cluster_name.clone()),
         }
@@ -164,17 +166,9 @@ impl Auth {
             && token == self.csrf_token(user, i64::from_str_radix(stamp, 16).unwrap_or(i64::MIN))
     }
 
-    /// `verify_token`: split at the last `=` into token id and secret, then look it up.
-    fn verify_token(&self, value: &str) -> Option<Caller> {
-        let (tokenid, secret) = value.rsplit_once('=')?;
-        let (userid, name) = tokenid.split_once('!')?;
-        let token = self
-            .tokens
-            .iter()
-            .find(|t| t.userid == userid && t.tokenid == name && t.secret == secret)?;
-        let mut caller = Caller::token(&token.userid, &token.tokenid);
-        caller.read_only = token.read_only;
-        Some(caller)
+    /// The users, tokens, roles and ACL that API tokens are checked against.
+    pub(crate) fn access(&self) -> &AccessControl {
+        &self.access
     }
 
     /// Authenticate a request to `rel_path` (below `/api2/json`) as `auth_handler` does.
@@ -210,8 +204,10 @@ impl Auth {
             });
         }
         if let Some(value) = api_token {
+            // An expired or unknown token fails exactly like a wrong secret.
             return self
-                .verify_token(&value)
+                .access
+                .verify_token(&value, now)
                 .map(Principal::User)
                 .ok_or_else(|| unauthorized("Authentication failed!"));
         }
@@ -301,6 +297,7 @@ fn root_capabilities() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::TokenConfig;
 
     const NOW: i64 = 1_750_000_000;
 

@@ -1,10 +1,11 @@
 //! A stateful Proxmox VE simulator that speaks the real PVE API.
 //!
 //! ```text
-//!  HTTPS client ──▶ server (TLS, auth, faults) ─┐
-//!                                               ├─▶ Sim::handle ─▶ router + schema validation ─▶ cluster model
-//!  in-process  ──────────────────────────────────┘                                                │
-//!                                                     tasks (UPIDs, logs, time scale) ◀───────────┘
+//!  HTTPS client ──▶ server (TLS, auth, faults) ─┐                   access (users, roles, ACLs, tokens)
+//!                                               ├─▶ Sim::handle ─▶ router + permissions + schema ─▶ cluster model
+//!  in-process  ──────────────────────────────────┘                                                │        │
+//!                                                     tasks (UPIDs, logs, time scale) ◀───────────┘        │
+//!  other simulator's server ◀── remote migration (HTTPS, pinned fingerprint, API token) ◀─────────────────┘
 //! ```
 //!
 //! - [`Sim`] is the entry point: build it from a [`SimConfig`], call it in process, or serve it
@@ -27,12 +28,24 @@
 //! - Over HTTPS the same controls live under `/_sim/...` (see the `server` module's control
 //!   endpoints): `faults`, `vm/{vmid}/power`, `vm/{vmid}/lock`, `nodes/{node}/power`,
 //!   `pmxcfs/move-config`, `pmxcfs/clear-lock`, `ha/resources`, `snippets/...`.
+//! - Access control as PVE has it for least-privilege API tokens: users, built-in and custom
+//!   roles, ACLs and tokens created through `/access/...`, every method's permission check
+//!   evaluated for them as `PVE::RPCEnvironment` does; `root@pam` and the configured tokens
+//!   keep their full (or, `read_only`, audit) privileges.
+//! - Remote migration between two simulators (two PVE clusters), as Proxmox Datacenter Manager
+//!   drives it: `POST .../remote_migrate` on the source talks HTTPS to the target with the API
+//!   token of `target-endpoint`, pinned to the target's certificate fingerprint (`GET
+//!   /nodes/{node}/certificates/info`); the target's `mtunnel` opens the tunnel whose commands
+//!   (one HTTPS request each to `/_sim/mtunnel/{node}/{vmid}`, PVE uses a websocket) receive
+//!   the VM. [`Sim::set_remote_timeout`] bounds each of those requests.
 //!
 //! The simulator builds its JSON on its own, independently of the `pve` client's types, so a
 //! decoding bug in the client fails a test instead of being mirrored.
 
+mod access;
 pub mod api;
 mod auth;
+mod certificate;
 mod cluster;
 pub mod config;
 pub mod error;

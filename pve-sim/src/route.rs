@@ -3,7 +3,8 @@
 //! `Route`; the model dispatches on it. [`Route::ALL`] are the methods the fleet uses (the
 //! conformance tests walk them and the client has a typed call for each);
 //! [`Route::TESTBED`] are served only for testbeds (reading one of PVE's HA resources, which
-//! are set through `/_sim/ha/resources`); [`Route::SERVED`] is both.
+//! are set through `/_sim/ha/resources`, and the target side of a remote migration, which the
+//! source simulator calls); [`Route::SERVED`] is both.
 
 /// An HTTP method of the PVE API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -94,6 +95,12 @@ routes! {
     fleet {
         Version => Get "/version",
         AccessTicket => Post "/access/ticket",
+        UserCreate => Post "/access/users",
+        TokenDelete => Delete "/access/users/{userid}/token/{tokenid}",
+        TokenCreate => Post "/access/users/{userid}/token/{tokenid}",
+        RoleCreate => Post "/access/roles",
+        RoleUpdate => Put "/access/roles/{roleid}",
+        AclUpdate => Put "/access/acl",
         ClusterResources => Get "/cluster/resources",
         ClusterStatus => Get "/cluster/status",
         ClusterNextid => Get "/cluster/nextid",
@@ -101,6 +108,7 @@ routes! {
         HaResourceList => Get "/cluster/ha/resources",
         Nodes => Get "/nodes",
         NodeStatus => Get "/nodes/{node}/status",
+        NodeCertificates => Get "/nodes/{node}/certificates/info",
         VmList => Get "/nodes/{node}/qemu",
         VmCreate => Post "/nodes/{node}/qemu",
         VmDestroy => Delete "/nodes/{node}/qemu/{vmid}",
@@ -121,6 +129,7 @@ routes! {
         VmTemplate => Post "/nodes/{node}/qemu/{vmid}/template",
         VmMigrateCheck => Get "/nodes/{node}/qemu/{vmid}/migrate",
         VmMigrate => Post "/nodes/{node}/qemu/{vmid}/migrate",
+        VmRemoteMigrate => Post "/nodes/{node}/qemu/{vmid}/remote_migrate",
         SnapshotList => Get "/nodes/{node}/qemu/{vmid}/snapshot",
         SnapshotCreate => Post "/nodes/{node}/qemu/{vmid}/snapshot",
         SnapshotDelete => Delete "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}",
@@ -139,6 +148,7 @@ routes! {
     }
     testbed {
         HaResourceRead => Get "/cluster/ha/resources/{sid}",
+        VmMtunnel => Post "/nodes/{node}/qemu/{vmid}/mtunnel",
     }
 }
 
@@ -185,11 +195,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn there_are_44_fleet_routes_1_testbed_route_and_templates_are_unique() {
-        assert_eq!(Route::ALL.len(), 44);
+    fn there_are_52_fleet_routes_2_testbed_routes_and_templates_are_unique() {
+        assert_eq!(Route::ALL.len(), 52);
         assert!(Route::ALL.contains(&Route::HaResourceList));
-        assert_eq!(Route::TESTBED, [Route::HaResourceRead]);
-        assert_eq!(Route::SERVED.len(), 45);
+        assert_eq!(Route::TESTBED, [Route::HaResourceRead, Route::VmMtunnel]);
+        assert_eq!(Route::SERVED.len(), 54);
         let mut seen = std::collections::HashSet::new();
         for r in Route::SERVED {
             assert!(seen.insert((r.method(), r.template())), "{r:?} twice");

@@ -3,9 +3,9 @@
 //!
 //! ```text
 //!  latency ─▶ route match (501) ─▶ URI/body conflicts (400) ─▶ token allowed? (403)
-//!    ─▶ permission (403) ─▶ proxy to {node}: localhost, unknown (500), down (595)
-//!    ─▶ schema validation (400) ─▶ root-only options (400) ─▶ error-rate fault (503)
-//!    ─▶ model ─▶ drop fault
+//!    ─▶ permission of the caller's grants (403) ─▶ proxy to {node}: localhost, unknown (500),
+//!    down (595) ─▶ schema validation (400) ─▶ root-only options (400) ─▶ error-rate fault (503)
+//!    ─▶ access model (`/access/...`) or cluster model ─▶ drop fault
 //! ```
 
 mod permission;
@@ -21,7 +21,8 @@ pub use raw::RawReply;
 
 use crate::api::{ApiError, Caller, Reply};
 use crate::auth::{Auth, Principal};
-use crate::cluster::Cluster;
+use crate::certificate::CertificateInfo;
+use crate::cluster::{Cluster, Request};
 use crate::config::SimConfig;
 use crate::error::SimError;
 use crate::faults::Faults;
@@ -233,7 +234,11 @@ impl Sim {
                 ),
             ));
         }
-        permission::check(&ms.permissions, route, who, &merged)?;
+        let grants = match who {
+            Principal::User(caller) => Some(self.inner.auth.access().grants(caller)),
+            Principal::Anonymous { .. } => None,
+        };
+        permission::check(&ms.permissions, route, grants.as_ref(), &merged)?;
 
         if ms.proxyto.as_deref() == Some("node")
             && let Some(node) = merged.get("node").cloned()
@@ -263,17 +268,61 @@ impl Sim {
         if self.inner.faults.roll_error() {
             return Err(ApiError::status(503, "Service Unavailable"));
         }
-        match (route, who) {
-            (Route::AccessTicket, _) => self.inner.auth.login(&params, unix_now()).map(Reply::data),
-            (_, Principal::User(caller)) => {
-                self.inner.cluster.dispatch(route, &params, caller).await
+        match (route, who, grants) {
+            (Route::AccessTicket, _, _) => {
+                self.inner.auth.login(&params, unix_now()).map(Reply::data)
+            }
+            (_, Principal::User(caller), Some(grants)) => {
+                match crate::access::handle(self.inner.auth.access(), route, &params, &grants) {
+                    Some(answer) => answer,
+                    None => {
+                        let request = Request {
+                            caller,
+                            local_node,
+                            grants: &grants,
+                        };
+                        self.inner.cluster.dispatch(route, &params, &request).await
+                    }
+                }
             }
             // The permission check refuses anonymous callers everywhere else.
-            (_, Principal::Anonymous { .. }) => Err(ApiError::status(
+            _ => Err(ApiError::status(
                 403,
                 "Permission check failed (user != null)",
             )),
         }
+    }
+
+    /// One command of an open migration tunnel on `local_node` (the receiving end of a remote
+    /// migration, see the `server` module's tunnel endpoint): `command` is the JSON line PVE's
+    /// source would write, the answer the line the tunnel replies (`{"success": ...}`).
+    /// Errors: `401 permission denied - invalid PVETUNNEL ticket` unless the ticket and socket
+    /// are those of VM `vmid`'s open tunnel and `caller` opened it; 500 when the VM's config is
+    /// not on `local_node`.
+    pub(crate) fn tunnel_command(
+        &self,
+        caller: &Caller,
+        local_node: &str,
+        vmid: u32,
+        ticket: &str,
+        socket: &str,
+        command: &serde_json::Value,
+    ) -> Result<serde_json::Value, ApiError> {
+        let grants = self.inner.auth.access().grants(caller);
+        let request = Request {
+            caller,
+            local_node,
+            grants: &grants,
+        };
+        self.inner
+            .cluster
+            .tunnel_command(&request, vmid, ticket, socket, command)
+    }
+
+    /// Bound each request an outgoing remote migration sends to the target cluster (default
+    /// 10 s): a target that stops answering fails the migration after about that long.
+    pub fn set_remote_timeout(&self, limit: Duration) {
+        self.inner.cluster.set_remote_timeout(limit);
     }
 
     /// Names of all nodes.
@@ -361,9 +410,10 @@ impl Sim {
         self.inner.cluster.ha_resources()
     }
 
-    /// Record the fingerprint of the certificate served for `node` (shown in `/nodes`).
-    pub(crate) fn set_ssl_fingerprint(&self, node: &str, fingerprint: &str) {
-        self.inner.cluster.set_ssl_fingerprint(node, fingerprint);
+    /// Record the certificate served for `node` (its fingerprint shows in `/nodes`, the rest
+    /// in `GET /nodes/{node}/certificates/info`).
+    pub(crate) fn set_node_certificate(&self, node: &str, info: &CertificateInfo) {
+        self.inner.cluster.set_node_certificate(node, info);
     }
 
     /// Put a file on a storage's `snippets` content (as an admin copying a cloud-init file);

@@ -93,9 +93,11 @@ impl ApiRequest {
     }
 }
 
-/// Whether a parameter carries a secret that must never be logged or put in argv.
+/// Whether a parameter carries a secret that must never be logged or put in argv: a password,
+/// or a remote migration's `target-endpoint` (it holds an API token).
 pub fn is_secret_param(key: &str) -> bool {
-    key.to_ascii_lowercase().contains("password")
+    let key = key.to_ascii_lowercase();
+    key.contains("password") || key == "target-endpoint"
 }
 
 impl fmt::Debug for ApiRequest {

@@ -917,6 +917,39 @@ fn heartbeat() -> Heartbeat {
     }
 }
 
+/// A beat carrying the results of a remote migration's target (encoding v2).
+fn heartbeat_with_move_results() -> Heartbeat {
+    Heartbeat {
+        inventory: None,
+        results: vec![
+            CommandResult {
+                id: "o1".into(),
+                outcome: Ok(CommandOutput::MigrationTarget(remote_endpoint())),
+            },
+            CommandResult {
+                id: "x1".into(),
+                outcome: Ok(CommandOutput::TargetClosed {
+                    arrived: true,
+                    running: true,
+                }),
+            },
+        ],
+        ..heartbeat()
+    }
+}
+
+fn remote_endpoint() -> protocol::agent::RemoteEndpoint {
+    protocol::agent::RemoteEndpoint {
+        host: "10.0.0.11".into(),
+        port: 8006,
+        fingerprint: "AA:BB".into(),
+        node: "pve-x".into(),
+        token_id: "pvefleet-migrate@pve!vm1001".into(),
+        secret: protocol::Secret::new("00000000-0000-0000-0000-000000000000"),
+        expires_unix: 1_800_021_600,
+    }
+}
+
 fn snapshot_info() -> SnapshotInfo {
     SnapshotInfo {
         name: "before".into(),
@@ -983,6 +1016,40 @@ fn heartbeat_ack() -> HeartbeatAck {
                     name: "web".into(),
                     vmid: 1001,
                     target: "pve-b".into(),
+                }),
+            },
+            AgentCommand {
+                id: "o1".into(),
+                op: Op::OpenMigrationTarget(protocol::agent::OpenTargetOp {
+                    name: "web".into(),
+                    vmid: 1001,
+                    storages: vec!["local-lvm".into()],
+                    bridges: vec!["vmbr0".into()],
+                    ttl_secs: 21_600,
+                }),
+            },
+            AgentCommand {
+                id: "r1".into(),
+                op: Op::RemoteMigrate(protocol::agent::RemoteMigrateOp {
+                    name: "web".into(),
+                    vmid: 1001,
+                    endpoint: remote_endpoint(),
+                    target_storage: "local-lvm".into(),
+                    target_bridge: "vmbr0:vmbr0".into(),
+                }),
+            },
+            AgentCommand {
+                id: "x1".into(),
+                op: Op::CloseMigrationTarget(protocol::agent::CloseTargetOp {
+                    name: "web".into(),
+                    vmid: 1001,
+                }),
+            },
+            AgentCommand {
+                id: "v1".into(),
+                op: Op::Vacate(DeleteVm {
+                    name: "web".into(),
+                    vmid: 1001,
                 }),
             },
         ],
@@ -1123,6 +1190,22 @@ fn wire_samples(out: &mut Vec<Golden>) {
         },
     );
     rpc(out, heartbeat(), heartbeat_ack());
+    // The results only encoding v2 has (a v1 agent never runs the commands that give them):
+    // a beat of their own, so the v1 beat above keeps its bytes.
+    out.push(Golden {
+        name: "wire.agent.heartbeat.request.moves".into(),
+        encode: Box::new(|v| {
+            (v > V1).then(|| {
+                heartbeat_with_move_results()
+                    .encode_at(v)
+                    .map_err(|e| e.to_string())
+            })
+        }),
+        reencode: Box::new(|v, bytes| {
+            let value = Heartbeat::decode_at(v, bytes).map_err(|e| e.to_string())?;
+            value.encode_at(v).map_err(|e| e.to_string())
+        }),
+    });
 
     rpc(
         out,
@@ -1220,7 +1303,9 @@ fn wire_samples(out: &mut Vec<Golden>) {
                     to_host: 9,
                     to_node: "pve-b".into(),
                     purpose: protocol::fleet::MigrationPurpose::Operator,
+                    kind: protocol::fleet::MoveKind::Remote,
                     since: 1_700_000_000_000,
+                    source_lost_at: Some(1_700_000_009_000),
                 },
             )]
             .into(),

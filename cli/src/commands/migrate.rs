@@ -58,8 +58,26 @@ async fn wait(
     let client = session.client()?;
     let started = Instant::now();
     let mut last_line = String::new();
+    let mut seen = reply.since_event_seq;
     loop {
         let list = client.call(&VmList { read }).await?;
+        // The move's steps as they happen (a remote migration's target getting ready).
+        let steps = client
+            .call(&Events {
+                since: seen,
+                limit: None,
+                read,
+            })
+            .await?
+            .events;
+        for e in &steps {
+            seen = seen.max(e.seq);
+            // The start and the end (`migrating`, `migrated`, `migration ... failed`) are
+            // printed apart.
+            if e.kind == EventKind::Vm && e.subject == name && !e.message.starts_with("migrat") {
+                eprintln!("vm {name}: {}", e.message);
+            }
+        }
         if !list.migrations.contains_key(name) {
             break;
         }
@@ -94,7 +112,7 @@ async fn wait(
     let outcome = events
         .iter()
         .rev()
-        .find(|e| e.kind == EventKind::Vm && e.subject == name && e.message.contains("migrat"));
+        .find(|e| e.kind == EventKind::Vm && e.subject == name && e.message.starts_with("migrat"));
     match outcome {
         Some(e) if e.message.starts_with("migrated ") => {
             eprintln!("vm {name}: {}", e.message);

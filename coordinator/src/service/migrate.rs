@@ -1,8 +1,8 @@
 //! `vm migrate` on the leader: the target ([`fleet::migration::group_target`], the
-//! scheduler's filters and rules over the other nodes of the VM's PVE cluster, for the VM and
-//! the rest of its affinity group, which moves with it), then one `StartMigration` each
-//! through Raft. The reconciler sends the move to the source agent; its result closes the
-//! migration with an event, which `vm migrate --wait` follows.
+//! scheduler's filters and rules over the other nodes of the VM's PVE cluster, then over the
+//! other clusters and standalone nodes, for the VM and the rest of its affinity group, which
+//! moves with it), then one `StartMigration` each through Raft. The reconciler drives the
+//! move through the agents; its end is an event, which `vm migrate --wait` follows.
 
 use protocol::admin::{VmMigrate, VmMigratePlan, VmMigratePlanReply, VmMigrateReply};
 use protocol::time::Now;

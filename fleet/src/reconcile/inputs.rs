@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use protocol::NodeId;
-use protocol::agent::ObservedVm;
+use protocol::agent::{ObservedVm, RemoteEndpoint};
 use protocol::fleet::UnixMillis;
 
 /// The first retry of a failed command waits this long; each further failure doubles it.
@@ -128,6 +128,9 @@ pub struct VmMemory {
     pub backoff: Option<Backoff>,
     /// The VMID holds a VM the fleet does not own: no Ensure for this generation.
     pub not_owned_generation: Option<u64>,
+    /// The migration token its remote migration's target minted (held here only: never
+    /// written to the Raft log).
+    pub remote_endpoint: Option<RemoteEndpoint>,
 }
 
 /// Commands in flight and the reconciler's memory, by VM name.

@@ -7,7 +7,7 @@
 //!  VM record ─ not placed ─▶ place (scheduler) ─▶ Schedule + allocate VMID, IPs   │ Pending + Warning
 //!           ─ placed, ids ─▶ host reporting, nothing in flight, not backing off
 //!                              ─▶ Ensure if generation unseen │ inventory contradicts │ resync due
-//!           ─ migrating ────▶ Migrate on its source host (nothing else until the result)
+//!           ─ migrating ────▶ the move's next step (nothing else until it ends)
 //!           ─ deleting ─────▶ Delete on its host │ Release when it never got a host or VMID
 //!  result ─▶ status (phase, conditions, ips) if it differs, events on transitions, back-off
 //! ```
@@ -19,7 +19,7 @@ mod action;
 mod delete;
 mod ensure;
 mod inputs;
-mod migrate;
+pub mod migrate;
 mod place;
 mod stale;
 pub mod status;
@@ -80,7 +80,17 @@ pub fn plan(
         }
         // A VM being moved gets the move and nothing else.
         if let Some(m) = state.migration(&rec.spec.name) {
-            migrate::plan_migration(rec, m, live, inflight, policy, now, &mut actions);
+            migrate::plan_migration(
+                state,
+                rec,
+                m,
+                live,
+                inflight,
+                &memory,
+                policy,
+                now,
+                &mut actions,
+            );
             continue;
         }
         ensure::plan_ensure(

@@ -7,8 +7,12 @@
 //! resync of a VM in order writes nothing to the Raft log.
 
 use protocol::NodeId;
-use protocol::agent::{CommandFailure, CommandOutput, FailureKind, VmObservation};
-use protocol::fleet::{Condition, ConditionKind, EventLevel, VmPhase, VmRecord, VmStatus};
+use protocol::agent::{
+    CloseTargetOp, CommandFailure, CommandOutput, FailureKind, Op, VmObservation,
+};
+use protocol::fleet::{
+    Condition, ConditionKind, EventLevel, Migration, VmPhase, VmRecord, VmStatus,
+};
 use protocol::spec::DesiredState;
 
 use super::ensure::condition;
@@ -36,9 +40,11 @@ pub struct Reaction {
     pub memory: VmMemory,
 }
 
-/// The reaction to the result of a reconciler command for `rec` (`None`: the record is gone).
+/// The reaction to the result of a reconciler command for `rec` (`None`: the record is gone),
+/// whose migration under way is `migration`.
 pub fn on_result(
     rec: Option<&VmRecord>,
+    migration: Option<&Migration>,
     host_name: &str,
     meta: &ResultMeta,
     outcome: &Result<CommandOutput, CommandFailure>,
@@ -50,6 +56,15 @@ pub fn on_result(
         ..memory.clone()
     };
     let mut actions = Vec::new();
+    // The answers of a move's target host (its VM is not placed there yet).
+    if matches!(meta.kind, "open-target" | "close-target") {
+        if let (Some(rec), Some(m)) = (rec, migration)
+            && m.to_host == meta.host
+        {
+            target_answer(meta.kind, rec, m, outcome, &mut memory, &mut actions);
+        }
+        return Reaction { actions, memory };
+    }
     let Some(rec) = rec.filter(|r| r.assignment.host == Some(meta.host)) else {
         // Gone, or placed elsewhere since: the result describes nothing the fleet tracks.
         return Reaction { actions, memory };
@@ -59,6 +74,60 @@ pub fn on_result(
         return Reaction { actions, memory };
     }
     match (meta.kind, outcome) {
+        ("remote-migrate", result) => {
+            memory.remote_endpoint = None;
+            let (node, message) = match result {
+                Ok(CommandOutput::Migrated { node, running }) => (
+                    Some(node.clone()),
+                    format!(
+                        "{} on {node} (remote migration)",
+                        if *running { "running" } else { "stopped" }
+                    ),
+                ),
+                Ok(other) => (None, format!("unexpected answer {other:?}")),
+                Err(f) => (None, format!("at step {}: {}", f.step, f.message)),
+            };
+            actions.push(Action::EndMigration {
+                vm: meta.vm.clone(),
+                node,
+                message,
+            });
+            // The token is of no use any more, moved or not.
+            if let (Some(m), Some(vmid)) = (migration, rec.assignment.vmid) {
+                actions.push(Action::Send {
+                    host: m.to_host,
+                    generation: rec.generation,
+                    op: Op::CloseMigrationTarget(CloseTargetOp {
+                        name: meta.vm.clone(),
+                        vmid,
+                    }),
+                });
+            }
+        }
+        ("vacate", result) => {
+            let gone = match result {
+                Ok(_) => Ok(()),
+                Err(f) if f.kind == FailureKind::NotFound => Ok(()),
+                Err(f) => Err(format!("at step {}: {}", f.step, f.message)),
+            };
+            if let Some(m) = migration {
+                actions.push(match gone {
+                    Ok(()) => Action::EndMigration {
+                        vm: meta.vm.clone(),
+                        node: Some(m.to_node.clone()),
+                        message: format!(
+                            "removed from {host_name}; rebuilt from its spec on {} next",
+                            m.to_node
+                        ),
+                    },
+                    Err(message) => Action::EndMigration {
+                        vm: meta.vm.clone(),
+                        node: None,
+                        message,
+                    },
+                });
+            }
+        }
         ("migrate", Ok(CommandOutput::Migrated { node, running })) => {
             actions.push(Action::EndMigration {
                 vm: meta.vm.clone(),
@@ -351,4 +420,67 @@ pub fn allocation_failed(rec: &VmRecord, reason: &str, now: Clock) -> Vec<Action
         &mut out,
     );
     out
+}
+
+/// What the target of `m` answered: a token for the remote migration (kept in memory for the
+/// source), or, closing the target of a move whose source was lost, whether the VM arrived.
+fn target_answer(
+    kind: &str,
+    rec: &VmRecord,
+    m: &Migration,
+    outcome: &Result<CommandOutput, CommandFailure>,
+    memory: &mut VmMemory,
+    actions: &mut Vec<Action>,
+) {
+    let vm = rec.spec.name.clone();
+    match outcome {
+        Ok(CommandOutput::MigrationTarget(endpoint)) => {
+            // Progress for `vm migrate --wait`; the token's id only, never its secret.
+            actions.push(Action::Event {
+                vm,
+                level: EventLevel::Info,
+                message: format!(
+                    "{} is ready to receive it: token {} for VMID {} minted, valid until {}",
+                    m.to_node,
+                    endpoint.token_id,
+                    rec.assignment.vmid.unwrap_or_default(),
+                    endpoint.expires_unix
+                ),
+            });
+            memory.remote_endpoint = Some(endpoint.clone());
+        }
+        Ok(CommandOutput::TargetClosed { arrived, running }) if m.source_lost_at.is_some() => {
+            actions.push(Action::EndMigration {
+                vm,
+                node: arrived.then(|| m.to_node.clone()),
+                message: if *arrived {
+                    format!(
+                        "found on {} ({}) after {} was fenced halfway",
+                        m.to_node,
+                        if *running { "running" } else { "stopped" },
+                        m.from_node
+                    )
+                } else {
+                    format!(
+                        "not on {} after {} was fenced halfway: recovered as a VM of {}",
+                        m.to_node, m.from_node, m.from_node
+                    )
+                },
+            });
+        }
+        Ok(_) => {}
+        Err(f) if kind == "open-target" => {
+            actions.push(Action::EndMigration {
+                vm,
+                node: None,
+                message: format!(
+                    "the target {} could not receive it (step {}): {}",
+                    m.to_node, f.step, f.message
+                ),
+            });
+        }
+        // A failed close: the token expires on its own, and the target of a move whose
+        // source was lost is asked again at the next tick.
+        Err(_) => {}
+    }
 }

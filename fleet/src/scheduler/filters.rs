@@ -48,6 +48,8 @@ pub enum FilterName {
     Bridge,
     /// The template to clone is missing.
     Template,
+    /// A move keeps the VM's VMID: the target's PVE cluster must not use it already.
+    Vmid,
 }
 
 impl FilterName {
@@ -69,6 +71,7 @@ impl FilterName {
             FilterName::Storage => "storage",
             FilterName::Bridge => "bridge",
             FilterName::Template => "template",
+            FilterName::Vmid => "vmid",
         }
     }
 }

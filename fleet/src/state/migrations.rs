@@ -1,14 +1,17 @@
 //! Migrations (encoding v2): [`Command::StartMigration`] records that a VM moves to another
-//! node of its PVE cluster, [`Command::EndMigration`] records the outcome its source agent
-//! reported. While one is recorded the reconciler sends the VM nothing but the move.
+//! host ([`MoveKind`]: within its PVE cluster, remote to another one, or rebuilt there),
+//! [`Command::EndMigration`] records the outcome its agents reported. While one is recorded
+//! the reconciler sends the VM nothing but the move.
 //!
 //! What is enforced here, whatever the proposer believes: a migration starts only from the
 //! VM's host while that host is online (its agent carries the move out; a host that may be
 //! down is recovery's business, never a migration's), to another online host of the same PVE
 //! cluster, for a VM that is placed, not being deleted, and not already moving or being
-//! recovered; and automatic rebalancing, only while it is on and moves no other VM. The VM's
-//! host changes only when the source agent reported the VM on the target node, so the fleet
-//! never names a host the VM is not on.
+//! recovered; and automatic rebalancing, only while it is on and moves no other VM. The kind
+//! is decided here, from the two hosts' PVE clusters and the VM's recovery mode, so every
+//! member agrees on it. The VM's host changes only when an agent reported the VM on the
+//! target node (or, for a rebuild, its removal from the source), so the fleet never names a
+//! host the VM is not on.
 //!
 //! [`Command::StartMigration`]: super::Command::StartMigration
 //! [`Command::EndMigration`]: super::Command::EndMigration
@@ -17,8 +20,10 @@ use std::collections::BTreeMap;
 
 use protocol::NodeId;
 use protocol::fleet::{
-    EventKind, EventLevel, HostState, Migration, MigrationPurpose, PVE_CLUSTER_LABEL, UnixMillis,
+    EventKind, EventLevel, HostState, Migration, MigrationPurpose, MoveKind, PVE_CLUSTER_LABEL,
+    UnixMillis,
 };
+use protocol::spec::RecoveryMode;
 
 use super::vms::not_found;
 use super::{CommandReply, FleetState, StateError};
@@ -117,28 +122,30 @@ impl FleetState {
             ));
         }
         let cluster = from_host.labels.get(PVE_CLUSTER_LABEL);
-        if cluster.is_none() || to_host.labels.get(PVE_CLUSTER_LABEL) != cluster {
-            return conflict(format!(
-                "cannot move from {} to {}: a migration stays within one PVE cluster ({} is {})",
-                from_host.name,
-                to_host.name,
-                from_host.name,
-                cluster.map_or_else(|| "a standalone node".to_string(), |c| format!("in {c}"))
-            ));
-        }
+        let same_cluster = cluster.is_some() && to_host.labels.get(PVE_CLUSTER_LABEL) == cluster;
+        let kind = if same_cluster {
+            MoveKind::Local
+        } else if self.ha_policy(rec).recovery == RecoveryMode::Recreate {
+            MoveKind::Recreate
+        } else {
+            MoveKind::Remote
+        };
         let entry = Migration {
             from_host: from,
             from_node: from_host.name.clone(),
             to_host: to,
             to_node: to_host.name.clone(),
             purpose,
+            kind,
             since: now,
+            source_lost_at: None,
         };
         let text = format!(
-            "migrating from {} to {} ({})",
+            "migrating from {} to {} ({}; {})",
             entry.from_node,
             entry.to_node,
-            purpose.describe(&entry.from_node, &entry.to_node)
+            purpose.describe(&entry.from_node, &entry.to_node),
+            kind.describe()
         );
         // An operator's move is the VM's new place: it has no home to go back to.
         if purpose == MigrationPurpose::Operator {
@@ -149,8 +156,12 @@ impl FleetState {
         Ok(CommandReply::Done)
     }
 
-    /// Ends the migrations whose source host `id` became `state` (fenced or removed): its
-    /// agent will not report, and the VM is the recovery's now.
+    /// Host `id` became `state` (fenced or removed): its agent will not report. A rebuild
+    /// from it is over (the VM is the recovery's now). A move from it by PVE's migration may
+    /// have put the VM on the target already, so it stays recorded, marked
+    /// [`Migration::source_lost_at`]: the VM is not recovered until the target's agent said
+    /// whether it arrived (safety rule: a VM never runs twice). A move to it whose source was
+    /// lost before is over too: the target's fencing stopped whatever arrived there.
     pub(super) fn abandon_migrations_from(
         &mut self,
         id: NodeId,
@@ -160,19 +171,38 @@ impl FleetState {
         let names: Vec<String> = self
             .migrations
             .iter()
-            .filter(|(_, m)| m.from_host == id)
+            .filter(|(_, m)| m.from_host == id || (m.to_host == id && m.source_lost_at.is_some()))
             .map(|(name, _)| name.clone())
             .collect();
         for name in names {
+            let Some(m) = self.migrations.get_mut(&name) else {
+                continue;
+            };
+            if m.from_host == id && m.kind != MoveKind::Recreate && m.source_lost_at.is_none() {
+                m.source_lost_at = Some(now);
+                let text = format!(
+                    "migration from {} to {}: {} is {state} halfway; the VM is not recovered \
+                     until {}'s agent says whether it arrived there",
+                    m.from_node, m.to_node, m.from_node, m.to_node
+                );
+                self.events
+                    .push(now, EventLevel::Warning, EventKind::Vm, name, text);
+                continue;
+            }
             if let Some(m) = self.migrations.remove(&name) {
+                let lost = if m.to_host == id {
+                    &m.to_node
+                } else {
+                    &m.from_node
+                };
                 self.events.push(
                     now,
                     EventLevel::Warning,
                     EventKind::Vm,
                     name,
                     format!(
-                        "migration from {} to {} abandoned: {} is {state}",
-                        m.from_node, m.to_node, m.from_node
+                        "migration from {} to {} abandoned: {lost} is {state}",
+                        m.from_node, m.to_node
                     ),
                 );
             }
@@ -213,16 +243,27 @@ impl FleetState {
             ) => {}
         }
         if moved {
+            // A rebuilt VM is gone from its source and not built yet: the reconciler's ensure
+            // creates it on its new host.
+            let rebuilt = m.kind == MoveKind::Recreate;
             if let Some(rec) = self.vms.get_mut(name) {
                 rec.assignment.host = Some(to);
-                rec.status.current_host = Some(to);
+                rec.status.current_host = (!rebuilt).then_some(to);
                 rec.status.updated_at = now;
             }
+            let how = if rebuilt {
+                " (rebuilt from its spec)"
+            } else {
+                ""
+            };
             self.info(
                 now,
                 EventKind::Vm,
                 name,
-                format!("migrated from {} to {}: {message}", m.from_node, m.to_node),
+                format!(
+                    "migrated from {} to {}{how}: {message}",
+                    m.from_node, m.to_node
+                ),
             );
         } else {
             self.events.push(

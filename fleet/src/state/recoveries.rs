@@ -52,6 +52,13 @@ impl FleetState {
             Some(id) => Some(self.move_target(id, from)?),
             None => None,
         };
+        if let Some(m) = self.migrations.get(name) {
+            return Err(StateError::Conflict(format!(
+                "VM {name:?} was moving from {} to {} when {} was fenced: it is not recovered \
+                 until {}'s agent says whether it arrived there",
+                m.from_node, m.to_node, m.from_node, m.to_node
+            )));
+        }
         let rec = self
             .vms
             .get_mut(name)

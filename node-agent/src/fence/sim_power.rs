@@ -248,6 +248,7 @@ mod tests {
             ca_file: Some("/ca.pem".into()),
             fingerprint: None,
             insecure: false,
+            migration_address: None,
         });
         let none = |_: &str| None;
         assert_eq!(

@@ -27,6 +27,7 @@ pub mod plan;
 mod plan_error;
 mod power;
 mod pve_ha;
+pub mod remote_move;
 mod snapshot;
 pub mod snippets;
 mod take_over;
@@ -34,7 +35,8 @@ mod timeouts;
 mod vm_ops;
 
 use protocol::agent::{
-    CommandFailure, DeleteVm, EnsureVm, MigrateOp, PowerOp, SnapshotInfo, SnapshotOp, VmObservation,
+    CloseTargetOp, CommandFailure, DeleteVm, EnsureVm, MigrateOp, OpenTargetOp, PowerOp,
+    RemoteEndpoint, RemoteMigrateOp, SnapshotInfo, SnapshotOp, VmObservation,
 };
 
 pub use snippets::{FsSnippetWriter, SimSnippetWriter, SnippetError, SnippetWriter};
@@ -62,6 +64,24 @@ impl VmOps {
     /// move and whether it runs there.
     pub async fn migrate(&self, cmd: &MigrateOp) -> Result<(String, bool), CommandFailure> {
         migrate::migrate(self, cmd).await
+    }
+
+    /// Mints the migration token of a VM arriving here from another PVE cluster.
+    pub async fn open_target(&self, cmd: &OpenTargetOp) -> Result<RemoteEndpoint, CommandFailure> {
+        remote_move::open_target(self, cmd).await
+    }
+
+    /// Deletes that token; answers whether the VM arrived here and runs.
+    pub async fn close_target(&self, cmd: &CloseTargetOp) -> Result<(bool, bool), CommandFailure> {
+        remote_move::close_target(self, cmd).await
+    }
+
+    /// Moves the VM to another PVE cluster; answers the target node and whether it runs.
+    pub async fn remote_migrate(
+        &self,
+        cmd: &RemoteMigrateOp,
+    ) -> Result<(String, bool), CommandFailure> {
+        remote_move::remote_migrate(self, cmd).await
     }
 
     /// Runs a snapshot action; answers the snapshots after it.

@@ -17,6 +17,7 @@ use super::ownership::{self, Ownership};
 use super::snippets::{FsSnippetWriter, SnippetWriter};
 use super::timeouts::OpTimeouts;
 use crate::fence::start_gate::{StartGate, StartPermit};
+use crate::migration_address::MigrationAddress;
 
 /// Runs VM operations on one PVE node.
 #[derive(Debug, Clone)]
@@ -31,6 +32,8 @@ pub struct VmOps {
     pub(super) ha_read_warned: Arc<AtomicBool>,
     /// How a relocated VM's configuration is taken over (`take_over.rs`).
     pub(super) cluster_fs: ClusterFs,
+    /// Where sources of remote migrations reach this node (`None`: it takes none).
+    pub(super) migration_address: Option<MigrationAddress>,
 }
 
 impl VmOps {
@@ -46,7 +49,14 @@ impl VmOps {
             gate: StartGate::new(),
             ha_read_warned: Arc::new(AtomicBool::new(false)),
             cluster_fs: ClusterFs::Pmxcfs(PathBuf::from("/etc/pve")),
+            migration_address: None,
         }
+    }
+
+    /// Takes remote migrations, reached by their sources at `address`.
+    pub fn with_migration_address(mut self, address: Option<MigrationAddress>) -> VmOps {
+        self.migration_address = address;
+        self
     }
 
     /// Takes relocated VMs over through `fs` (the default: pmxcfs at `/etc/pve`).

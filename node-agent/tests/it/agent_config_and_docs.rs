@@ -29,6 +29,7 @@ fn the_shipped_file_is_the_https_backend_with_the_pve_ca_and_defaults() {
             ca_file: Some("/etc/pve/pve-root-ca.pem".into()),
             fingerprint: None,
             insecure: false,
+            migration_address: None,
         }),
         ..parse("[pve]\nbackend = \"pvesh\"\n").unwrap()
     };
@@ -103,6 +104,7 @@ fn the_shipped_file_names_every_field() {
         ca_file: Some("/c".into()),
         fingerprint: Some("AA".into()),
         insecure: true,
+        migration_address: Some("10.0.0.11:8006".into()),
     };
     all.extend(fields(toml::Value::try_from(https).unwrap()));
     all.extend(fields(

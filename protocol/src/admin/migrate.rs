@@ -8,7 +8,7 @@ use super::PlacementVerdict;
 use crate::rpc::Rpc;
 
 /// Move `name`; `to`: the target host's name, or `None` for the scheduler's choice among the
-/// other online nodes of its PVE cluster.
+/// other online nodes of its PVE cluster (then among the other hosts of the fleet).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VmMigrate {
     /// The VM's name.

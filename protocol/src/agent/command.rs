@@ -10,6 +10,8 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::RemoteEndpoint;
+use super::remote_move::{CloseTargetOp, OpenTargetOp, RemoteMigrateOp};
 use crate::fleet::{NicAddress, TakeOver};
 use crate::spec::VmSpec;
 
@@ -36,6 +38,17 @@ pub enum Op {
     Snapshot(SnapshotOp),
     /// Move the VM to another node of this host's PVE cluster (encoding v2).
     Migrate(MigrateOp),
+    /// Mint a token for a VM arriving here from another PVE cluster (v2; not journaled: its
+    /// answer holds the token's secret).
+    OpenMigrationTarget(OpenTargetOp),
+    /// Move the VM to another PVE cluster with PVE's remote migration (v2).
+    RemoteMigrate(RemoteMigrateOp),
+    /// Delete the token of a remote migration and say whether the VM arrived (v2; not
+    /// journaled).
+    CloseMigrationTarget(CloseTargetOp),
+    /// Remove the VM from this host because the fleet rebuilds it on another one (a
+    /// `recovery = recreate` VM's move; v2): what [`Op::Delete`] does, answered to the move.
+    Vacate(DeleteVm),
 }
 
 impl Op {
@@ -47,6 +60,10 @@ impl Op {
             Op::Power(_) => "power",
             Op::Snapshot(_) => "snapshot",
             Op::Migrate(_) => "migrate",
+            Op::OpenMigrationTarget(_) => "open-target",
+            Op::RemoteMigrate(_) => "remote-migrate",
+            Op::CloseMigrationTarget(_) => "close-target",
+            Op::Vacate(_) => "vacate",
         }
     }
 
@@ -58,7 +75,21 @@ impl Op {
             Op::Power(p) => &p.name,
             Op::Snapshot(s) => &s.name,
             Op::Migrate(m) => &m.name,
+            Op::OpenMigrationTarget(o) => &o.name,
+            Op::RemoteMigrate(m) => &m.name,
+            Op::CloseMigrationTarget(c) => &c.name,
+            Op::Vacate(d) => &d.name,
         }
+    }
+
+    /// Whether the agent runs it outside its command journal: minting and deleting a
+    /// migration token. Running one twice is harmless (the token of a VMID is replaced, or
+    /// already gone), and the journal would otherwise keep a token's secret on disk.
+    pub fn is_unjournaled(&self) -> bool {
+        matches!(
+            self,
+            Op::OpenMigrationTarget(_) | Op::CloseMigrationTarget(_)
+        )
     }
 }
 
@@ -215,6 +246,15 @@ pub enum CommandOutput {
         /// The PVE node it is on now.
         node: String,
         /// It runs there.
+        running: bool,
+    },
+    /// A migration token minted for a VM arriving here (v2).
+    MigrationTarget(RemoteEndpoint),
+    /// A migration target closed (v2): whether the VM arrived on this host's node, and runs.
+    TargetClosed {
+        /// It is here, owned by the fleet and not locked by a migration.
+        arrived: bool,
+        /// It runs here.
         running: bool,
     },
 }

@@ -89,7 +89,7 @@ impl AgentCommandV1 {
     }
 
     /// What a v1 agent acts on ([`VmSpecV1::shown`]); `None` for a command v1 does not have
-    /// (a migration: a v1 agent is never sent one, and the move waits for its upgrade).
+    /// (a move of any kind: a v1 agent is never sent one, and the move waits for its upgrade).
     pub fn shown(cmd: &AgentCommand) -> Option<AgentCommandV1> {
         let op = match &cmd.op {
             Op::Ensure(e) => OpV1::Ensure(Box::new(EnsureVmV1 {
@@ -103,7 +103,11 @@ impl AgentCommandV1 {
             Op::Delete(d) => OpV1::Delete(d.clone()),
             Op::Power(p) => OpV1::Power(p.clone()),
             Op::Snapshot(s) => OpV1::Snapshot(s.clone()),
-            Op::Migrate(_) => return None,
+            Op::Migrate(_)
+            | Op::OpenMigrationTarget(_)
+            | Op::RemoteMigrate(_)
+            | Op::CloseMigrationTarget(_)
+            | Op::Vacate(_) => return None,
         };
         Some(AgentCommandV1 {
             id: cmd.id.clone(),

@@ -66,6 +66,7 @@ pub(super) fn initial_state(config: &SimConfig) -> Result<State, SimError> {
             .collect(),
         storages: Storages::new(&config.storages),
         vms: BTreeMap::new(),
+        tunnels: BTreeMap::new(),
         tasks: TaskRegistry::default(),
         rng: StdRng::seed_from_u64(config.seed),
         ha: BTreeMap::new(),

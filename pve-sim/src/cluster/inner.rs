@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use super::job::Job;
 use super::state::State;
@@ -24,12 +25,24 @@ pub(super) struct Inner {
     pub(super) quirks: bool,
     pub(super) version: String,
     pub(super) cluster_name: String,
+    /// Signs the tickets of migration tunnels (random per simulator).
+    pub(super) tunnel_key: [u8; 32],
+    /// How long each request of an outgoing remote migration may take.
+    pub(super) remote_timeout: Mutex<Duration>,
 }
 
 impl Inner {
     /// The state lock (a poisoned lock only means a panicking test thread).
     pub(super) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The limit on each request of an outgoing remote migration.
+    pub(super) fn remote_timeout(&self) -> Duration {
+        *self
+            .remote_timeout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// The running tasks' jobs (poisoning as for [`Inner::state`]).

@@ -1,6 +1,11 @@
 //! The work of one worker task: a [`Job`] with its three steps, what it sees while it runs
 //! ([`JobCx`]) and who the task belongs to ([`TaskOwner`]). An operation builds one and hands it
 //! to `Inner::start_task` (worker.rs), which runs the steps.
+//!
+//! Most jobs are pure state changes after a simulated duration. A job whose work happens
+//! elsewhere (a remote migration talking to another cluster over HTTPS, the tunnel endpoint
+//! waiting for its commands) says through [`Job::ready`] when it may finish, and consults the
+//! injected task faults itself ([`Job::handles_faults`]) at the point where its work can fail.
 
 use super::state::State;
 use super::tasks::TaskLog;
@@ -11,6 +16,8 @@ pub(super) struct JobCx<'a> {
     pub(super) st: &'a mut State,
     pub(super) log: &'a mut TaskLog,
     pub(super) faults: &'a Faults,
+    /// The task's UPID (for work that writes to its log later, from elsewhere).
+    pub(super) upid: &'a str,
     /// Tasks the job forks when it finishes (`start=1` after create runs as its own `qmstart`).
     pub(super) followups: Vec<(TaskOwner, Box<dyn Job>)>,
 }
@@ -27,6 +34,18 @@ pub(super) trait Job: Send {
 
     /// Undo `begin` (locks, temporary configs) after a failure or an interrupt.
     fn abort(&mut self, _cx: &mut JobCx<'_>) {}
+
+    /// Whether `finish` may run once the duration has passed (a job waiting for work done
+    /// elsewhere answers `false` until it is done).
+    fn ready(&self, _st: &State) -> bool {
+        true
+    }
+
+    /// Whether the job consults `Faults::take_task_failure` itself, so the worker must not
+    /// consume the same fault a second time before `finish`.
+    fn handles_faults(&self) -> bool {
+        false
+    }
 }
 
 /// Who a task belongs to: the UPID fields besides pid and times.

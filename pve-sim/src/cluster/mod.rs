@@ -21,15 +21,21 @@ mod clock;
 mod config_keys;
 mod config_lock;
 mod config_move;
+mod config_parse;
+mod config_privileges;
 mod config_read;
 mod config_text;
 mod config_update;
 mod disks;
 mod drive;
 mod ha_resources;
+mod id_map;
 mod ids;
 mod inner;
 mod job;
+mod mtunnel;
+mod mtunnel_commands;
+mod mtunnel_ticket;
 mod network;
 mod node_power;
 mod ops_clone;
@@ -38,11 +44,18 @@ mod ops_create;
 mod ops_destroy;
 mod ops_migrate;
 mod ops_power;
+mod ops_remote_migrate;
 mod ops_resize;
 mod ops_snapshot;
 mod ops_template;
 mod power;
 mod reads;
+mod remote_client;
+mod remote_migrate_job;
+mod remote_migrate_phases;
+mod remote_migrate_worker;
+mod remote_migration;
+mod remote_volumes;
 mod request;
 mod resources;
 mod start_job;
@@ -50,6 +63,7 @@ mod state;
 mod storage_reads;
 mod task_api;
 mod tasks;
+mod tunnel;
 mod vm;
 mod vm_status;
 mod volumes;
@@ -82,11 +96,18 @@ mod tests_support;
 
 use std::sync::{Arc, Mutex};
 
+use crate::certificate::CertificateInfo;
 use crate::faults::Faults;
 use crate::ha::{HaError, HaResource};
 use crate::node_power::NodePowerAction;
-use crate::{ApiError, Caller, Params, Reply, Route, SimConfig, SimError};
+use crate::{ApiError, Params, Reply, Route, SimConfig, SimError};
 use inner::Inner;
+
+pub(crate) use request::Request;
+
+/// The default limit on each request a remote migration sends to the target cluster: a dead
+/// target fails the task instead of hanging it.
+const REMOTE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The simulated cluster; cheap to clone (shared state).
 #[derive(Clone)]
@@ -114,32 +135,47 @@ impl Cluster {
                 quirks: config.quirks,
                 version: config.version.clone(),
                 cluster_name: config.cluster_name.clone(),
+                tunnel_key: rand::random(),
+                remote_timeout: Mutex::new(REMOTE_TIMEOUT),
             }),
         })
     }
 
-    /// Handle one API call (every route but `POST /access/ticket`, which is the edge's).
+    /// Handle one API call (every route but `POST /access/ticket` and the `/access` methods,
+    /// which are the edge's and the access model's).
     pub(crate) async fn dispatch(
         &self,
         route: Route,
         p: &Params,
-        caller: &Caller,
+        req: &Request<'_>,
     ) -> Result<Reply, ApiError> {
         let cx = &self.inner;
+        let caller = req.caller;
         match route {
-            Route::AccessTicket => Err(ApiError::status(
+            Route::AccessTicket
+            | Route::UserCreate
+            | Route::TokenCreate
+            | Route::TokenDelete
+            | Route::RoleCreate
+            | Route::RoleUpdate
+            | Route::AclUpdate => Err(ApiError::status(
                 501,
-                "Method 'POST /access/ticket' not implemented",
+                format!(
+                    "Method '{} {}' not implemented",
+                    route.method().as_str(),
+                    route.template()
+                ),
             )),
             Route::Version => Ok(reads::version(cx)),
             Route::ClusterResources => resources::cluster_resources(cx, p),
-            Route::ClusterStatus => Ok(reads::cluster_status(cx)),
+            Route::ClusterStatus => Ok(reads::cluster_status(cx, req.local_node)),
             Route::ClusterNextid => reads::nextid(cx, p),
             Route::ClusterTasks => Ok(task_api::cluster_tasks(cx)),
             Route::HaResourceList => Ok(ha_resources::list(cx, p)),
             Route::HaResourceRead => ha_resources::read(cx, p),
             Route::Nodes => Ok(reads::nodes(cx)),
             Route::NodeStatus => reads::node_status(cx, p),
+            Route::NodeCertificates => reads::certificates(cx, p),
             Route::VmList => vm_status::list(cx, p),
             Route::VmCreate => ops_create::create(cx, p, caller),
             Route::VmDestroy => ops_destroy::destroy(cx, p, caller),
@@ -160,6 +196,8 @@ impl Cluster {
             Route::VmTemplate => ops_template::template(cx, p, caller),
             Route::VmMigrateCheck => ops_migrate::precondition(cx, p),
             Route::VmMigrate => ops_migrate::migrate(cx, p, caller),
+            Route::VmRemoteMigrate => ops_remote_migrate::remote_migrate(cx, p, caller).await,
+            Route::VmMtunnel => mtunnel::open(cx, p, req),
             Route::SnapshotList => ops_snapshot::list(cx, p),
             Route::SnapshotCreate => ops_snapshot::create(cx, p, caller),
             Route::SnapshotDelete => ops_snapshot::delete(cx, p, caller),
@@ -261,13 +299,35 @@ impl Cluster {
         ha_resources::get(&self.inner)
     }
 
-    /// Record the fingerprint of the certificate `node`'s listener serves (`/nodes` reports
-    /// it as `ssl_fingerprint`, which clients may pin).
-    pub(crate) fn set_ssl_fingerprint(&self, node: &str, fingerprint: &str) {
+    /// Record the certificate `node`'s listener serves (`/nodes` reports its fingerprint as
+    /// `ssl_fingerprint`, which clients may pin; `certificates/info` the rest).
+    pub(crate) fn set_node_certificate(&self, node: &str, info: &CertificateInfo) {
         let mut st = self.inner.state();
         if let Some(n) = st.nodes.iter_mut().find(|n| n.name == node) {
-            n.ssl_fingerprint = Some(fingerprint.to_string());
+            n.ssl_fingerprint = Some(info.fingerprint.clone());
+            n.certificate = Some(info.clone());
         }
+    }
+
+    /// One command of an open migration tunnel (`mtunnel`), as `Sim::tunnel_command`.
+    pub(crate) fn tunnel_command(
+        &self,
+        req: &Request<'_>,
+        vmid: u32,
+        ticket: &str,
+        socket: &str,
+        command: &serde_json::Value,
+    ) -> Result<serde_json::Value, ApiError> {
+        mtunnel_commands::handle(&self.inner, req, vmid, ticket, socket, command)
+    }
+
+    /// How long each request of a remote migration to the target cluster may take.
+    pub(crate) fn set_remote_timeout(&self, limit: std::time::Duration) {
+        *self
+            .inner
+            .remote_timeout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = limit;
     }
 
     /// Store a snippet file on `storage` (which must hold `snippets` and exist on `node`),

@@ -90,7 +90,7 @@ impl DestroyJob {
 }
 
 /// Managed, non-CD volumes a config section refers to (drives, `unusedN`, `vmstate`).
-fn volumes(section: &std::collections::BTreeMap<String, String>) -> Vec<String> {
+pub(super) fn volumes(section: &std::collections::BTreeMap<String, String>) -> Vec<String> {
     let mut out = Vec::new();
     for (k, v) in section {
         if is_drive_key(k) {

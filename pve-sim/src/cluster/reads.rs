@@ -34,8 +34,8 @@ pub(super) fn version(cx: &Arc<Inner>) -> Reply {
 }
 
 /// `GET /cluster/status`: a cluster entry plus one per node (single node: only the node,
-/// `nodeid: 0`). The first node is the one answering (`local: 1`).
-pub(super) fn cluster_status(cx: &Arc<Inner>) -> Reply {
+/// `nodeid: 0`). `local: 1` marks `local`, the node answering.
+pub(super) fn cluster_status(cx: &Arc<Inner>, local: &str) -> Reply {
     let st = cx.state();
     let single = st.nodes.len() == 1;
     let mut out = Vec::new();
@@ -54,19 +54,32 @@ pub(super) fn cluster_status(cx: &Arc<Inner>) -> Reply {
             "version": st.nodes.len() + 2,
         }));
     }
-    for (i, n) in st.nodes.iter().enumerate() {
+    for n in &st.nodes {
         out.push(json!({
             "type": "node",
             "id": format!("node/{}", n.name),
             "name": n.name,
             "nodeid": if single { 0 } else { n.nodeid },
             "ip": n.ip,
-            "local": u8::from(i == 0),
+            "local": u8::from(n.name == local),
             "online": u8::from(!cx.faults.node_down(&n.name)),
             "level": "",
         }));
     }
     Reply::data(Value::Array(out))
+}
+
+/// `GET /nodes/{node}/certificates/info`: the certificate the node's API listener serves
+/// (`pve-ssl.pem`; an empty list while no listener serves the node).
+pub(super) fn certificates(cx: &Arc<Inner>, p: &Params) -> Result<Reply, ApiError> {
+    let name = node(p)?;
+    let st = cx.state();
+    let n = st
+        .node(name)
+        .ok_or_else(|| ApiError::internal(format!("no such cluster node '{name}'")))?;
+    Ok(Reply::data(Value::Array(
+        n.certificate.iter().map(|c| c.to_json()).collect(),
+    )))
 }
 
 /// `GET /cluster/nextid`: lowest free vmid from 100, or assert `vmid` is free.

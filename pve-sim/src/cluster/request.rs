@@ -1,9 +1,21 @@
-//! Reading validated parameters the way the handlers need them, and the `root@pam`-only
-//! option rule (`<param>: Only root may use this option.`).
+//! Who a request is from ([`Request`]), reading validated parameters the way the handlers
+//! need them, and the `root@pam`-only option rule (`<param>: Only root may use this option.`).
 
 use super::state::State;
+use crate::access::Grants;
 use crate::faults::Faults;
 use crate::{ApiError, Caller, Params, Reply};
+
+/// One request as the model sees it besides its parameters.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Request<'a> {
+    /// The authenticated caller.
+    pub(crate) caller: &'a Caller,
+    /// The node whose listener took the request (what `localhost` means).
+    pub(crate) local_node: &'a str,
+    /// The caller's privileges, for the checks handlers make themselves.
+    pub(crate) grants: &'a Grants,
+}
 
 /// The `{node}` path parameter.
 pub(super) fn node(p: &Params) -> Result<&str, ApiError> {

@@ -8,9 +8,11 @@ use rand::rngs::StdRng;
 
 use super::clock::now_unix_f64;
 use super::tasks::TaskRegistry;
+use super::tunnel::Tunnel;
 use super::vm::{Vm, conf_missing};
 use super::volumes::Storages;
 use crate::ApiError;
+use crate::certificate::CertificateInfo;
 use crate::ha::HaResource;
 
 /// One node.
@@ -27,6 +29,8 @@ pub(super) struct Node {
     pub(super) boot_unix: f64,
     /// SHA-256 fingerprint of the certificate the node's API listener serves, once known.
     pub(super) ssl_fingerprint: Option<String>,
+    /// The certificate itself, for `certificates/info`.
+    pub(super) certificate: Option<CertificateInfo>,
     next_pid: u32,
 }
 
@@ -47,6 +51,7 @@ impl Node {
             // Hosts have been up a few days, each a little differently.
             boot_unix: now - 3.0 * 86_400.0 - f64::from(i) * 7_919.0,
             ssl_fingerprint: None,
+            certificate: None,
             next_pid: 4_000 + 1_000 * i,
         }
     }
@@ -79,6 +84,8 @@ pub(super) struct State {
     pub(super) rng: StdRng,
     /// PVE's HA resources (`/etc/pve/ha/resources.cfg`) by sid (`vm:100`).
     pub(super) ha: BTreeMap<String, HaResource>,
+    /// Incoming remote migrations: the open `mtunnel` endpoints by VMID.
+    pub(super) tunnels: BTreeMap<u32, Tunnel>,
 }
 
 impl State {

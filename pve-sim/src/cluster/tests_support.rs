@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::Cluster;
 use super::tasks::Upid;
+use super::{Cluster, Request};
+use crate::access::AccessControl;
 use crate::faults::Faults;
 use crate::{ApiError, Caller, Params, Route, SimConfig};
 
@@ -57,7 +58,13 @@ impl Sim {
         route: Route,
         pairs: &[(&str, &str)],
     ) -> Result<crate::Reply, ApiError> {
-        self.c.dispatch(route, &params(pairs), &self.caller).await
+        let grants = AccessControl::new(&SimConfig::default()).grants(&self.caller);
+        let request = Request {
+            caller: &self.caller,
+            local_node: "pve1",
+            grants: &grants,
+        };
+        self.c.dispatch(route, &params(pairs), &request).await
     }
 
     /// The `data` of a successful call.

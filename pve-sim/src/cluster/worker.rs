@@ -2,8 +2,8 @@
 //! once (the worker's first checks, locks taken), then the task "works" for its scaled duration
 //! and `finish` applies the effect; failures, injected task faults and interrupts call `abort`
 //! to undo what `begin` did. With a time scale of 0 the whole task completes before the API call
-//! returns. A dead node makes no progress on its tasks until it is back; a node that boots
-//! again has lost them.
+//! returns, unless the job is not [`Job::ready`] yet: then a driver waits for it. A dead node
+//! makes no progress on its tasks until it is back; a node that boots again has lost them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,6 +43,7 @@ impl Inner {
             st,
             log: &mut log,
             faults: &self.faults,
+            upid: &text,
             followups: Vec::new(),
         };
         let begun = job.begin(&mut cx);
@@ -57,8 +58,9 @@ impl Inner {
             Ok(seconds) => {
                 let scaled = (seconds * self.time_scale).max(0.0);
                 task.remaining = scaled;
+                let ready = job.ready(st);
                 self.jobs().insert(text.clone(), job);
-                if scaled <= 0.0 {
+                if scaled <= 0.0 && ready {
                     self.complete(st, &text);
                 } else {
                     self.spawn_driver(st, text.clone(), owner.node);
@@ -96,9 +98,15 @@ impl Inner {
             st,
             log: &mut log,
             faults: &self.faults,
+            upid,
             followups: Vec::new(),
         };
-        let result = match self.faults.take_task_failure(vmid, &kind) {
+        let injected = if job.handles_faults() {
+            None
+        } else {
+            self.faults.take_task_failure(vmid, &kind)
+        };
+        let result = match injected {
             Some(msg) => {
                 job.abort(&mut cx);
                 Err(msg)
@@ -132,6 +140,7 @@ impl Inner {
                 st,
                 log: &mut log,
                 faults: &self.faults,
+                upid,
                 followups: Vec::new(),
             });
         }
@@ -175,6 +184,8 @@ impl Inner {
             let wait = {
                 let st = self.state();
                 match st.tasks.get(&upid) {
+                    // Past its duration the task only waits for its job to be ready.
+                    Some(t) if t.end.is_none() && t.remaining <= 0.0 => TICK,
                     Some(t) if t.end.is_none() => t.remaining.clamp(0.001, TICK),
                     _ => return,
                 }
@@ -187,13 +198,14 @@ impl Inner {
                 continue;
             }
             let mut st = self.state();
-            let done = match st.tasks.get_mut(&upid) {
+            let elapsed_all = match st.tasks.get_mut(&upid) {
                 Some(t) if t.end.is_none() => {
                     t.remaining -= elapsed;
                     t.remaining <= 0.0
                 }
                 _ => return,
             };
+            let done = elapsed_all && self.jobs().get(&upid).is_none_or(|job| job.ready(&st));
             if done {
                 self.complete(&mut st, &upid);
                 return;

@@ -75,6 +75,16 @@ pub(crate) fn hash_format(name: &str) -> Option<Value> {
             "legacy": {"type": "string", "optional": 1, "default_key": 1, "pattern": "[acdn]{1,4}"},
             "order": {"type": "string", "optional": 1, "format": "pve-qm-bootdev-list"},
         }),
+        // pve-common's `$remote_format` (`target-endpoint` of remote migration).
+        "proxmox-remote" => json!({
+            "host": {"type": "string", "format_description": "ADDRESS"},
+            "port": {"type": "integer", "optional": 1, "format_description": "PORT"},
+            "apitoken": {"type": "string",
+                         "format_description": "PVEAPIToken=user@realm!token=SECRET"},
+            "fingerprint": {"type": "string", "optional": 1,
+                            "pattern": "([A-Fa-f0-9]{2}:){31}[A-Fa-f0-9]{2}",
+                            "format_description": "FINGERPRINT"},
+        }),
         "pve-qm-watchdog" => json!({
             "model": {"type": "string", "optional": 1, "default_key": 1,
                       "enum": ["i6300esb", "ib700"]},
@@ -249,7 +259,24 @@ fn verify(name: &str, v: &str) -> Result<(), String> {
         "pve-qm-bootdisk" => check(is_drive_name(v), || format!("invalid boot disk '{v}'")),
         "pve-qm-bootdev" => check(is_boot_device(v), || format!("invalid boot device '{v}'")),
         "pve-hotplug-features" => verify_hotplug(v),
-        "storage-pair" => verify_storage_pair(v),
+        "storage-pair" => verify_id_pair(v, "pve-storage-id"),
+        "bridge-pair" => verify_id_pair(v, "pve-bridge-id"),
+        "pve-priv" => check(crate::access::privileges::is_privilege(v), || {
+            format!("invalid privilege '{v}'")
+        }),
+        "pve-roleid" => check(full_match("[A-Za-z0-9\\.\\-_]+", v), || {
+            format!("role name '{v}' contains invalid characters")
+        }),
+        "pve-groupid" => check(full_match("[A-Za-z0-9\\.\\-_]+", v), || {
+            format!("group name '{v}' contains invalid characters")
+        }),
+        "pve-tokenid" => check(
+            full_match(
+                "[^\\s:/]+@[A-Za-z][A-Za-z0-9\\.\\-_]+![A-Za-z][A-Za-z0-9\\.\\-_]+",
+                v,
+            ),
+            || format!("value '{v}' does not look like a valid token ID"),
+        ),
         "pve-ha-resource-or-vm-id" => check(full_match("([a-z]+:\\S+|\\d+)", v), || {
             "value does not look like a valid ha resource id".into()
         }),
@@ -303,9 +330,9 @@ fn verify_hotplug(v: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `parse_idmap($entry, 'pve-storage-id')` through `$verify_idpair`, which appends one more
+/// `parse_idmap($entry, $id_format)` through `$verify_idpair`, which appends one more
 /// newline to the inner `die` text.
-fn verify_storage_pair(entry: &str) -> Result<(), String> {
+fn verify_id_pair(entry: &str, id_format: &str) -> Result<(), String> {
     if entry == "1" {
         return Ok(());
     }
@@ -314,10 +341,8 @@ fn verify_storage_pair(entry: &str) -> Result<(), String> {
         _ => vec![entry],
     };
     for id in ids {
-        if !is_storage_id(id) {
-            return Err(format!(
-                "entry '{entry}' contains invalid ID - storage ID '{id}' contains illegal characters\n\n\n"
-            ));
+        if let Err(e) = verify(id_format, id) {
+            return Err(format!("entry '{entry}' contains invalid ID - {e}\n\n"));
         }
     }
     Ok(())
@@ -440,6 +465,34 @@ mod tests {
         assert!(fmt("storage-pair-list", "local:ceph,local-lvm:ceph").is_ok());
         assert!(fmt("storage-pair-list", "ceph").is_ok());
         assert!(fmt("storage-pair-list", "1").is_ok());
-        assert!(fmt("storage-pair-list", "lo!cal:ceph").is_err());
+        assert_eq!(
+            fmt("storage-pair-list", "lo!cal:ceph").err().as_deref(),
+            Some(
+                "entry 'lo!cal:ceph' contains invalid ID - storage ID 'lo!cal' contains illegal characters\n\n\n"
+            )
+        );
+        assert!(fmt("bridge-pair-list", "vmbr0:vmbr1,vmbr2").is_ok());
+        assert_eq!(
+            fmt("bridge-pair-list", "vm/br0").err().as_deref(),
+            Some("entry 'vm/br0' contains invalid ID - invalid bridge ID 'vm/br0'\n\n\n")
+        );
+    }
+
+    #[test]
+    fn access_formats_use_pves_texts() {
+        assert!(fmt("pve-priv-list", "VM.Allocate,Sys.Incoming SDN.Use").is_ok());
+        assert_eq!(
+            fmt("pve-priv-list", "VM.Allocate,VM.Fly").err().as_deref(),
+            Some("invalid privilege 'VM.Fly'\n")
+        );
+        assert_eq!(
+            fmt("pve-roleid", "bad role").err().as_deref(),
+            Some("role name 'bad role' contains invalid characters\n")
+        );
+        assert!(fmt("pve-tokenid-list", "mig@pve!t1,root@pam!fleet").is_ok());
+        assert_eq!(
+            fmt("pve-tokenid", "mig@pve").err().as_deref(),
+            Some("value 'mig@pve' does not look like a valid token ID\n")
+        );
     }
 }

@@ -24,7 +24,9 @@ use serde_json::{Map, Value};
 use crate::api::Params;
 use crate::route::HttpMethod;
 
-/// The embedded schema text: the 44 methods of PVE 9.1 the fleet uses.
+pub(crate) use formats::split_list;
+
+/// The embedded schema text: the 53 methods of PVE 9.1 the fleet uses.
 const EMBEDDED: &str = include_str!("../../schema/endpoints-9.1.json");
 /// The methods the simulator serves only for testbeds (reading one PVE HA resource), same format.
 const TESTBED: &str = include_str!("../../schema/testbed-9.1.json");

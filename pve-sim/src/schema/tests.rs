@@ -33,7 +33,7 @@ const CONFIG: &str = "/nodes/{node}/qemu/{vmid}/config";
 #[test]
 fn embedded_schema_has_every_route() {
     let schema = Schema::embedded();
-    assert_eq!(schema.methods().count(), 45);
+    assert_eq!(schema.methods().count(), 54);
     for r in Route::SERVED {
         assert!(schema.method(r.method(), r.template()).is_some(), "{r:?}");
     }
@@ -81,6 +81,28 @@ fn testbed_methods_are_verbatim_copies_of_the_official_schemas() {
         }
     }
     assert_eq!(methods, Route::TESTBED.len());
+}
+
+#[test]
+fn fleet_methods_are_verbatim_copies_of_the_official_schema() {
+    let vendored = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/pve-api/apidata.json"
+    );
+    let full: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(vendored).unwrap()).unwrap();
+    let mut nodes = BTreeMap::new();
+    nodes_by_path(&full, &mut nodes);
+    let fleet: Vec<serde_json::Value> = serde_json::from_str(EMBEDDED).unwrap();
+    let mut methods = 0;
+    for entry in &fleet {
+        let path = entry["path"].as_str().unwrap();
+        for (method, def) in entry["info"].as_object().unwrap() {
+            assert_eq!(&nodes[path]["info"][method], def, "{method} {path}");
+            methods += 1;
+        }
+    }
+    assert_eq!(methods, Route::ALL.len());
 }
 
 #[test]

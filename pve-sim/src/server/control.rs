@@ -1,6 +1,6 @@
 //! Simulator control over HTTPS (not part of the PVE API), for testbeds that run the simulator
-//! as a process. Needs a root ticket (with CSRF token on writes) or a token that is not
-//! read-only. Answers use the API envelope (`{"data": ...}` / `{"data": null, "message": ...}`).
+//! as a process. Needs a root ticket (with CSRF token on writes) or a configured token that is
+//! not read-only (tokens created through the API never qualify). Answers use the API envelope (`{"data": ...}` / `{"data": null, "message": ...}`).
 //!
 //! - `GET /_sim/faults` → the [`FaultSettings`]; `PUT /_sim/faults` with a `FaultSettings`
 //!   JSON body replaces them.
@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 
 use super::body::{OneChunk, read_body};
 use super::response::respond;
+use crate::access::Standing;
 use crate::auth::{Credentials, Principal};
 use crate::faults::FaultSettings;
 use crate::ha::HaResource;
@@ -189,8 +190,11 @@ pub(crate) async fn handle(sim: &Sim, req: Request<Incoming>) -> Response<OneChu
         Ok(who) => who,
         Err(e) => return respond(401, &e.message, Vec::new()),
     };
-    let allowed =
-        matches!(&who, Principal::User(c) if c.is_root() || (c.tokenid.is_some() && !c.read_only));
+    // Only full-privilege callers: not read-only tokens, not users and tokens whose
+    // privileges come from ACLs.
+    let allowed = matches!(&who, Principal::User(c) if c.is_root()
+        || (c.tokenid.is_some()
+            && sim.auth().access().grants(c).standing() == Standing::Full));
     if !allowed {
         return fail(403, "Permission check failed (/_sim, Sys.Modify)");
     }

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::{OneChunk, ReadError, read_body};
 use super::response::respond;
-use super::{control, params};
+use super::{control, params, tunnel};
 use crate::auth::{Credentials, Principal};
 use crate::route::HttpMethod;
 use crate::sim::{Sim, unix_now};
@@ -62,6 +62,9 @@ impl Handler {
         }
         let raw_path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
+        if raw_path.starts_with("/_sim/mtunnel/") {
+            return Ok(tunnel::handle(&self.sim, &self.node, req).await);
+        }
         if raw_path.starts_with("/_sim/") {
             return Ok(control::handle(&self.sim, req).await);
         }

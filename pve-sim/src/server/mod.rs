@@ -3,6 +3,7 @@
 //! ```text
 //!  TCP accept ─▶ (node down? hold the socket) ─▶ TLS (rustls, ring) ─▶ HTTP/1.1 (hyper)
 //!    ─▶ handler: /api2/json/... ─▶ Sim pipeline        /_sim/... ─▶ control
+//!                /_sim/mtunnel/{node}/{vmid} ─▶ migration tunnel (one command per request)
 //! ```
 //!
 //! Lifecycle: [`Server::bind`] binds (port 0 is fine) and prepares TLS; [`BoundServer::run`]
@@ -14,6 +15,7 @@ mod handler;
 mod params;
 mod response;
 mod tls;
+mod tunnel;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -99,8 +101,7 @@ impl Server {
             CertSource::Identity(identity) => identity,
         };
         let acceptor = TlsAcceptor::from(identity.server_config()?);
-        self.sim
-            .set_ssl_fingerprint(&node, identity.fingerprint_sha256());
+        self.sim.set_node_certificate(&node, identity.info());
         let addr = self.config.listen;
         let io_err = |source| SimError::Io {
             addr: addr.to_string(),

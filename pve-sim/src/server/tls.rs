@@ -7,9 +7,12 @@ use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use sha2::{Digest, Sha256};
 
+use crate::certificate::{CertificateInfo, fingerprint_of, san_ip};
 use crate::error::SimError;
+
+/// The file name PVE reports for a node's own certificate.
+const CERT_FILENAME: &str = "pve-ssl.pem";
 
 /// Where a listener's certificate comes from.
 #[derive(Debug, Clone)]
@@ -40,6 +43,8 @@ pub struct TlsIdentity {
     cert_der: Vec<u8>,
     fingerprint: String,
     cert_path: Option<PathBuf>,
+    /// What `certificates/info` reports about it (boxed: an identity is moved around a lot).
+    info: Box<CertificateInfo>,
 }
 
 impl std::fmt::Debug for TlsIdentity {
@@ -71,14 +76,14 @@ fn write_file(path: &Path, content: &str, private: bool) -> Result<(), SimError>
     Ok(())
 }
 
-/// `AA:BB:...` over the DER bytes.
-pub(crate) fn fingerprint_of(der: &[u8]) -> String {
-    let digest = Sha256::digest(der);
-    digest
-        .iter()
-        .map(|b| format!("{b:02X}"))
-        .collect::<Vec<_>>()
-        .join(":")
+/// The first certificate block of a PEM chain (the leaf), with its trailing newline.
+fn first_pem_block(chain: &str) -> String {
+    const END: &str = "-----END CERTIFICATE-----";
+    let start = chain.find("-----BEGIN CERTIFICATE-----").unwrap_or(0);
+    match chain[start..].find(END) {
+        Some(end) => format!("{}\n", &chain[start..start + end + END.len()]),
+        None => chain.to_string(),
+    }
 }
 
 impl TlsIdentity {
@@ -95,11 +100,25 @@ impl TlsIdentity {
                 sans.push(n.clone());
             }
         }
-        let certified = rcgen::generate_simple_self_signed(sans)
+        let mut params = rcgen::CertificateParams::new(sans)
             .map_err(|e| tls_err("generating the certificate", e))?;
-        let cert_pem = certified.cert.pem();
-        let key_pem = certified.signing_key.serialize_pem();
-        let cert_der = certified.cert.der().to_vec();
+        // The subject of a PVE node certificate (`pve-ssl.pem`), named for the first node.
+        let cn = names.first().map_or("localhost", String::as_str);
+        let mut dn = rcgen::DistinguishedName::new();
+        dn.push(rcgen::DnType::OrganizationalUnitName, "PVE Cluster Node");
+        dn.push(
+            rcgen::DnType::OrganizationName,
+            "Proxmox Virtual Environment",
+        );
+        dn.push(rcgen::DnType::CommonName, cn);
+        params.distinguished_name = dn;
+        let key = rcgen::KeyPair::generate().map_err(|e| tls_err("generating the key", e))?;
+        let cert = params
+            .self_signed(&key)
+            .map_err(|e| tls_err("generating the certificate", e))?;
+        let cert_pem = cert.pem();
+        let key_pem = key.serialize_pem();
+        let cert_der = cert.der().to_vec();
         let mut cert_path = None;
         if let Some(dir) = dir {
             std::fs::create_dir_all(dir).map_err(|source| SimError::Write {
@@ -112,12 +131,36 @@ impl TlsIdentity {
             cert_path = Some(cert_file);
         }
         let fingerprint = fingerprint_of(&cert_der);
+        let subject = format!("/OU=PVE Cluster Node/O=Proxmox Virtual Environment/CN={cn}");
+        let san = params
+            .subject_alt_names
+            .iter()
+            .filter_map(|s| match s {
+                rcgen::SanType::DnsName(name) => Some(name.to_string()),
+                rcgen::SanType::IpAddress(ip) => Some(san_ip(*ip)),
+                _ => None,
+            })
+            .collect();
+        let info = Box::new(CertificateInfo {
+            filename: CERT_FILENAME.into(),
+            fingerprint: fingerprint.clone(),
+            issuer: Some(subject.clone()),
+            subject: Some(subject),
+            notbefore: Some(params.not_before.unix_timestamp()),
+            notafter: Some(params.not_after.unix_timestamp()),
+            san: Some(san),
+            pem: cert_pem.clone(),
+            // rcgen's default key: ECDSA on P-256.
+            public_key_type: Some("id-ecPublicKey".into()),
+            public_key_bits: Some(256),
+        });
         Ok(Self {
             cert_pem,
             key_pem,
             cert_der,
             fingerprint,
             cert_path,
+            info,
         })
     }
 
@@ -134,12 +177,27 @@ impl TlsIdentity {
             .map_err(|e| tls_err("parsing the certificate", e))?;
         let cert_der = first.to_vec();
         let fingerprint = fingerprint_of(&cert_der);
+        // Only what can be told without parsing the certificate (the other fields are
+        // optional in PVE's answer too).
+        let info = Box::new(CertificateInfo {
+            filename: CERT_FILENAME.into(),
+            fingerprint: fingerprint.clone(),
+            subject: None,
+            issuer: None,
+            notbefore: None,
+            notafter: None,
+            san: None,
+            pem: first_pem_block(&cert_pem),
+            public_key_type: None,
+            public_key_bits: None,
+        });
         Ok(Self {
             cert_pem,
             key_pem,
             cert_der,
             fingerprint,
             cert_path: Some(cert.to_path_buf()),
+            info,
         })
     }
 
@@ -161,6 +219,11 @@ impl TlsIdentity {
     /// The leaf certificate in DER.
     pub fn cert_der(&self) -> &[u8] {
         &self.cert_der
+    }
+
+    /// What `GET /nodes/{node}/certificates/info` reports about the certificate.
+    pub(crate) fn info(&self) -> &CertificateInfo {
+        &self.info
     }
 
     /// The PEM file of the certificate, when it was written or loaded from disk.

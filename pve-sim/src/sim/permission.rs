@@ -1,17 +1,22 @@
-//! `check_api2_permissions`: the schema's `permissions` of a method evaluated for the caller.
+//! `check_api2_permissions`: the schema's `permissions` of a method evaluated for the caller's
+//! [`Grants`] (`access` module).
 //!
-//! The simulator knows two kinds of callers: full-privilege ones (`root@pam`, tokens without
-//! privilege separation) and read-only tokens, which hold every `*.Audit` privilege and nothing
-//! else. Methods marked `user: all` do their checks inside the handler; for the writes among
-//! them the handler's check is applied here (`VM.Allocate` on create, `Sys.Modify` on task
-//! stop).
+//! Full-privilege callers (`root@pam`, the configured tokens that are not read-only) pass every
+//! check; everybody else is checked as `exec_api2_perm_check` checks: `perm` (with `any` and
+//! `require_param`), `and`, `or`, `userid-param` (`self`: the caller is that user, not a token
+//! of it; `Realm.AllocateUser` on `/access/realm/<realm>`), `userid-group` (`User.Modify` on
+//! `/access/groups`; groups are not modelled, so nothing else grants it) and `perm-modify`
+//! (`Permissions.Modify`, or `VM.Allocate`/`Datastore.Allocate`/`Pool.Allocate` on paths below
+//! `/vms`, `/storage`, `/pool`). Methods marked `user: all` do their checks inside the handler;
+//! for the writes among them the handler's check is applied here (`VM.Allocate` on create,
+//! `Sys.Modify` on task stop).
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::access::{Grants, Standing};
 use crate::api::ApiError;
-use crate::auth::Principal;
 use crate::route::Route;
 
 fn denied(what: Option<String>) -> ApiError {
@@ -19,11 +24,6 @@ fn denied(what: Option<String>) -> ApiError {
         Some(w) => ApiError::status(403, format!("Permission check failed ({w})")),
         None => ApiError::status(403, "Permission check failed"),
     }
-}
-
-/// Whether a read-only caller holds `privilege`.
-fn read_only_has(privilege: &str) -> bool {
-    privilege.ends_with(".Audit")
 }
 
 /// `template_replace` + `normalize_path`: `/vms/{vmid}` → `/vms/100`.
@@ -49,27 +49,44 @@ fn acl_path(template: &str, params: &BTreeMap<String, String>) -> String {
     format!("/{}", parts.join("/"))
 }
 
-/// `exec_api2_perm_check` with the read-only privilege set. `quiet` = `$noerr`.
-fn exec(check: &Value, params: &BTreeMap<String, String>, quiet: bool) -> Result<(), ApiError> {
+/// The strings of a JSON list.
+fn strings(v: Option<&Value>) -> Vec<&str> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// One check's outcome: `quiet` (`$noerr`) turns every refusal into the bare text.
+fn refuse(quiet: bool, err: ApiError) -> Result<(), ApiError> {
+    if quiet && err.status == 403 {
+        Err(denied(None))
+    } else {
+        Err(err)
+    }
+}
+
+/// `exec_api2_perm_check`. `quiet` = `$noerr`.
+fn exec(
+    check: &Value,
+    params: &BTreeMap<String, String>,
+    grants: &Grants,
+    quiet: bool,
+) -> Result<(), ApiError> {
     let Some(items) = check.as_array() else {
         return Ok(());
-    };
-    let fail = |what: Option<String>| {
-        if quiet {
-            Err(denied(None))
-        } else {
-            Err(denied(what))
-        }
     };
     match items.first().and_then(Value::as_str) {
         Some("and") => {
             for sub in &items[1..] {
-                exec(sub, params, quiet)?;
+                exec(sub, params, grants, quiet)?;
             }
             Ok(())
         }
         Some("or") => {
-            if items[1..].iter().any(|sub| exec(sub, params, true).is_ok()) {
+            if items[1..]
+                .iter()
+                .any(|sub| exec(sub, params, grants, true).is_ok())
+            {
                 Ok(())
             } else {
                 Err(denied(None))
@@ -77,11 +94,7 @@ fn exec(check: &Value, params: &BTreeMap<String, String>, quiet: bool) -> Result
         }
         Some("perm") => {
             let template = items.get(1).and_then(Value::as_str).unwrap_or("/");
-            let privs: Vec<&str> = items
-                .get(2)
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
+            let privs = strings(items.get(2));
             let mut any = false;
             for pair in items.get(3..).unwrap_or_default().chunks(2) {
                 match (pair.first().and_then(Value::as_str), pair.get(1)) {
@@ -89,44 +102,104 @@ fn exec(check: &Value, params: &BTreeMap<String, String>, quiet: bool) -> Result
                         any = v.as_i64() == Some(1) || v == &Value::Bool(true)
                     }
                     (Some("require_param"), Some(Value::String(p))) if !params.contains_key(p) => {
-                        return fail(None);
+                        return Err(denied(None));
                     }
                     _ => {}
                 }
             }
             let path = acl_path(template, params);
-            if any {
-                if privs.iter().any(|p| read_only_has(p)) {
-                    return Ok(());
+            let result = if any {
+                grants.check_any(&path, &privs)
+            } else {
+                grants.check(&path, &privs)
+            };
+            result.or_else(|e| refuse(quiet, e))
+        }
+        Some("userid-param") => {
+            let userid = params.get("userid").map(String::as_str).unwrap_or("");
+            match items.get(1).and_then(Value::as_str) {
+                Some("self") => {
+                    if grants.registry().user(userid).is_none() {
+                        return refuse(
+                            quiet,
+                            ApiError::internal(format!("no such user ('{userid}')")),
+                        );
+                    }
+                    if grants.authuser() == userid {
+                        Ok(())
+                    } else {
+                        Err(denied(None))
+                    }
                 }
-                return fail(Some(format!("{path}, {}", privs.join("|"))));
-            }
-            match privs.iter().find(|p| !read_only_has(p)) {
-                Some(missing) => fail(Some(format!("{path}, {missing}"))),
-                None => Ok(()),
+                _ => {
+                    let realm = userid.rsplit_once('@').map_or("", |(_, r)| r);
+                    grants
+                        .check(&format!("/access/realm/{realm}"), &["Realm.AllocateUser"])
+                        .or_else(|e| refuse(quiet, e))
+                }
             }
         }
-        // Owner/group checks do not occur in the simulated methods.
+        Some("userid-group") => {
+            let privs = strings(items.get(1));
+            let creating = items.get(2..).unwrap_or_default().chunks(2).any(|pair| {
+                pair.first().and_then(Value::as_str) == Some("groups_param")
+                    && pair.get(1).and_then(Value::as_str) == Some("create")
+            });
+            let userid = params.get("userid").map(String::as_str).unwrap_or("");
+            if !creating && grants.registry().user(userid).is_none() {
+                return refuse(
+                    quiet,
+                    ApiError::internal(format!("no such user ('{userid}')")),
+                );
+            }
+            if grants.check_any("/access/groups", &privs).is_ok() {
+                return Ok(());
+            }
+            // No groups exist, so no group-level privilege can make up for it.
+            if creating {
+                refuse(
+                    quiet,
+                    ApiError::permission("/access/groups", &privs.join("|")),
+                )
+            } else {
+                Err(denied(None))
+            }
+        }
+        Some("perm-modify") => {
+            let template = items.get(1).and_then(Value::as_str).unwrap_or("/");
+            let path = acl_path(template, params);
+            let mut wanted = vec!["Permissions.Modify"];
+            if path.starts_with("/storage/") {
+                wanted.push("Datastore.Allocate");
+            } else if path.starts_with("/vms/") {
+                wanted.push("VM.Allocate");
+            } else if path.starts_with("/pool/") {
+                wanted.push("Pool.Allocate");
+            }
+            grants
+                .check_any(&path, &wanted)
+                .or_else(|e| refuse(quiet, e))
+        }
         _ => Ok(()),
     }
 }
 
-/// Check the caller's permission for `route` with the (merged, unvalidated) parameters.
+/// Check the permission for `route` of a caller with `grants` (`None`: not authenticated)
+/// with the (merged, unvalidated) parameters.
 pub(crate) fn check(
     permissions: &Value,
     route: Route,
-    who: &Principal,
+    grants: Option<&Grants>,
     params: &BTreeMap<String, String>,
 ) -> Result<(), ApiError> {
     let user = permissions.get("user").and_then(Value::as_str);
     if user == Some("world") {
         return Ok(());
     }
-    let caller = match who {
-        Principal::Anonymous { .. } => return Err(denied(Some("user != null".into()))),
-        Principal::User(c) => c,
+    let Some(grants) = grants else {
+        return Err(denied(Some("user != null".into())));
     };
-    if !caller.read_only {
+    if grants.standing() == Standing::Full {
         return Ok(());
     }
     if user == Some("all") {
@@ -136,14 +209,12 @@ pub(crate) fn check(
             _ => None,
         };
         return match handler_check {
-            Some((path, privilege)) => {
-                Err(ApiError::permission(&acl_path(path, params), privilege))
-            }
+            Some((path, privilege)) => grants.check(&acl_path(path, params), &[privilege]),
             None => Ok(()),
         };
     }
     match permissions.get("check") {
-        Some(check) => exec(check, params, false),
+        Some(check) => exec(check, params, grants, false),
         None => Err(denied(None)),
     }
 }
@@ -151,26 +222,38 @@ pub(crate) fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::Caller;
+    use crate::access::AccessControl;
+    use crate::api::{Caller, Params};
+    use crate::config::SimConfig;
     use crate::route::Route;
     use crate::schema::Schema;
 
-    fn read_only() -> Principal {
+    fn read_only() -> Caller {
         let mut c = Caller::token("audit@pve", "ro");
         c.read_only = true;
-        Principal::User(c)
+        c
     }
 
-    fn check_route(route: Route, who: &Principal) -> Result<(), String> {
+    fn check_as(
+        route: Route,
+        grants: Option<&Grants>,
+        extra: &[(&str, &str)],
+    ) -> Result<(), String> {
         let ms = Schema::embedded()
             .method(route.method(), route.template())
             .unwrap();
         let params: BTreeMap<String, String> =
             [("node", "pve1"), ("vmid", "100"), ("newid", "101")]
                 .iter()
+                .chain(extra)
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-        check(&ms.permissions, route, who, &params).map_err(|e| e.message)
+        check(&ms.permissions, route, grants, &params).map_err(|e| e.message)
+    }
+
+    fn check_route(route: Route, who: &Caller) -> Result<(), String> {
+        let access = AccessControl::new(&SimConfig::default());
+        check_as(route, Some(&access.grants(who)), &[])
     }
 
     #[test]
@@ -182,6 +265,7 @@ mod tests {
         assert_eq!(check_route(Route::AgentNetwork, &ro), Ok(()));
         assert_eq!(check_route(Route::HaResourceList, &ro), Ok(()));
         assert_eq!(check_route(Route::HaResourceRead, &ro), Ok(()));
+        assert_eq!(check_route(Route::NodeCertificates, &ro), Ok(()));
         assert_eq!(
             check_route(Route::VmStart, &ro),
             Err("Permission check failed (/vms/100, VM.PowerMgmt)".into())
@@ -202,21 +286,73 @@ mod tests {
             check_route(Route::TaskStop, &ro),
             Err("Permission check failed (/nodes/pve1, Sys.Modify)".into())
         );
+        assert_eq!(
+            check_route(Route::VmMtunnel, &ro),
+            Err("Permission check failed (/vms/100, VM.Allocate)".into())
+        );
     }
 
     #[test]
     fn full_callers_pass_and_anonymous_only_reaches_the_login() {
-        let root = Principal::User(Caller::root());
-        let token = Principal::User(Caller::token("root@pam", "fleet"));
-        for r in Route::SERVED {
-            assert_eq!(check_route(*r, &root), Ok(()));
-            assert_eq!(check_route(*r, &token), Ok(()));
+        for who in [Caller::root(), Caller::token("root@pam", "fleet")] {
+            for r in Route::SERVED {
+                assert_eq!(check_route(*r, &who), Ok(()));
+            }
         }
-        let anon = Principal::Anonymous { token: false };
-        assert_eq!(check_route(Route::AccessTicket, &anon), Ok(()));
+        assert_eq!(check_as(Route::AccessTicket, None, &[]), Ok(()));
         assert_eq!(
-            check_route(Route::Nodes, &anon),
+            check_as(Route::Nodes, None, &[]),
             Err("Permission check failed (user != null)".into())
+        );
+    }
+
+    /// A registry with user `mig@pve` (no privileges) and its privsep token `t`.
+    fn with_token() -> (AccessControl, Grants) {
+        let access = AccessControl::new(&SimConfig::default());
+        let root = access.grants(&Caller::root());
+        let call = |route: Route, pairs: &[(&str, &str)]| {
+            let mut p = Params::default();
+            for (k, v) in pairs {
+                p.set(*k, *v);
+            }
+            crate::access::handle(&access, route, &p, &root)
+                .unwrap()
+                .unwrap()
+        };
+        call(Route::UserCreate, &[("userid", "mig@pve")]);
+        call(
+            Route::TokenCreate,
+            &[("userid", "mig@pve"), ("tokenid", "t")],
+        );
+        let grants = access.grants(&Caller::token("mig@pve", "t"));
+        (access, grants)
+    }
+
+    #[test]
+    fn acl_callers_are_checked_like_exec_api2_perm_check() {
+        let (_access, g) = with_token();
+        let g = Some(&g);
+        assert_eq!(
+            check_as(Route::VmMtunnel, g, &[]),
+            Err("Permission check failed (/vms/100, VM.Allocate)".into())
+        );
+        assert_eq!(
+            check_as(Route::AclUpdate, g, &[("path", "/vms/100")]),
+            Err("Permission check failed (/vms/100, Permissions.Modify|VM.Allocate)".into())
+        );
+        assert_eq!(
+            check_as(Route::UserCreate, g, &[("userid", "x@pve")]),
+            Err("Permission check failed (/access/realm/pve, Realm.AllocateUser)".into())
+        );
+        assert_eq!(
+            check_as(Route::TokenCreate, g, &[("userid", "mig@pve")]),
+            Err("Permission check failed".into()),
+            "a token is not its user (userid-param self)"
+        );
+        assert_eq!(check_as(Route::NodeCertificates, g, &[]), Ok(()));
+        assert_eq!(
+            check_as(Route::ClusterStatus, g, &[]),
+            Err("Permission check failed (/, Sys.Audit)".into())
         );
     }
 }

@@ -459,6 +459,63 @@ pub fn try_catalog() -> Result<Vec<CatalogEntry>, PveError> {
             UpidShape,
         ),
         entry(
+            remote_migrate_request(
+                NODE,
+                VMID,
+                &RemoteMigrateOptions {
+                    target_endpoint: "host=192.0.2.9,port=8006,fingerprint=AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99,apitoken=PVEAPIToken=pvefleet-migrate@pve!vm100=00000000-0000-0000-0000-000000000000".into(),
+                    target_storage: "local-lvm:local-lvm".into(),
+                    target_bridge: "vmbr0".into(),
+                    target_vmid: Some(VMID),
+                    online: Some(true),
+                    delete: Some(true),
+                    bwlimit: Some(102_400),
+                },
+            )?,
+            "/nodes/{node}/qemu/{vmid}/remote_migrate",
+            UpidShape,
+        ),
+        entry(
+            certificates_info_request(NODE)?,
+            "/nodes/{node}/certificates/info",
+            array_of::<CertificateInfo>(),
+        ),
+        entry(
+            create_user_request("pvefleet-migrate@pve", "pvefleet remote migrations")?,
+            "/access/users",
+            Null,
+        ),
+        entry(
+            create_role_request("FleetMigrate", &["VM.Allocate", "Sys.Incoming"])?,
+            "/access/roles",
+            Null,
+        ),
+        entry(
+            update_role_request("FleetMigrate", &["VM.Allocate", "Sys.Incoming"])?,
+            "/access/roles/{roleid}",
+            Null,
+        ),
+        entry(
+            put_acl_request(
+                "/vms/100",
+                "FleetMigrate",
+                AclSubject::Token("pvefleet-migrate@pve!vm100"),
+                false,
+            )?,
+            "/access/acl",
+            Null,
+        ),
+        entry(
+            create_token_request("pvefleet-migrate@pve", "vm100", "move of VM 100", 1_900_000_000, true)?,
+            "/access/users/{userid}/token/{tokenid}",
+            object::<TokenCreated>(),
+        ),
+        entry(
+            delete_token_request("pvefleet-migrate@pve", "vm100")?,
+            "/access/users/{userid}/token/{tokenid}",
+            Null,
+        ),
+        entry(
             snapshots_request(NODE, VMID)?,
             "/nodes/{node}/qemu/{vmid}/snapshot",
             array_of::<SnapshotEntry>(),

@@ -10,8 +10,10 @@
 //! log and stop are in [`crate::tasks`].
 
 pub mod access;
+pub mod access_control;
 pub mod agent;
 pub mod catalog;
+pub mod certificates;
 pub mod cluster;
 pub mod config_changes;
 pub mod config_keys;
@@ -19,6 +21,7 @@ pub mod ha;
 pub mod network;
 pub mod nodes;
 pub(crate) mod paths;
+pub mod remote_migrate;
 pub mod snapshots;
 pub mod storage;
 pub mod task_list;
@@ -29,8 +32,13 @@ pub mod vm_migrate;
 pub mod vm_power;
 
 pub use access::{TicketOptions, access_ticket_request, access_ticket_request_with};
+pub use access_control::{
+    AclSubject, TokenCreated, create_role_request, create_token_request, create_user_request,
+    delete_token_request, put_acl_request, update_role_request,
+};
 pub use agent::{agent_network_interfaces_request, agent_ping_request};
 pub use catalog::{CatalogEntry, ResponseShape, catalog, try_catalog};
+pub use certificates::{CertificateInfo, certificates_info_request};
 pub use cluster::{
     ResourceType, cluster_resources_request, cluster_status_request, next_id_request,
     version_request,
@@ -43,6 +51,7 @@ pub use config_keys::{
 pub use ha::{HaResourceType, ha_resources_request};
 pub use network::{NetworkType, network_request};
 pub use nodes::{node_status_request, nodes_request, vm_list_request};
+pub use remote_migrate::{RemoteMigrateOptions, remote_migrate_request};
 pub use snapshots::{
     SnapshotOptions, create_snapshot_request, delete_snapshot_request, rollback_snapshot_request,
     snapshot_config_request, snapshots_request,

@@ -18,6 +18,7 @@ mod launcher;
 mod maintenance;
 mod migration;
 mod proxmoxer;
+mod remote_migration;
 mod scenarios;
 mod schema_conformance;
 mod units;

@@ -172,7 +172,7 @@ fn running_vms_move_live_within_their_pve_cluster_and_a_failed_move_leaves_them_
     refused(&["vm", "migrate", "local-1", "--to", &from], "is on");
     refused(
         &["vm", "migrate", "local-1", "--to", "pve-x"],
-        "is not another node of PVE cluster alpha",
+        "is not another online host known to the fleet",
     );
     refused(&["vm", "migrate", "nope"], "no VM named");
 }

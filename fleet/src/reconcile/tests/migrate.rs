@@ -80,6 +80,7 @@ fn the_moves_result_closes_the_migration_either_way() {
     });
     let r = on_result(
         Some(&rec),
+        None,
         "pve-a",
         &meta,
         &moved,
@@ -101,6 +102,7 @@ fn the_moves_result_closes_the_migration_either_way() {
     });
     let r = on_result(
         Some(&rec),
+        None,
         "pve-a",
         &meta,
         &failed,

@@ -3,6 +3,7 @@
 
 mod migrate;
 mod plan;
+mod remote_move;
 mod results;
 
 use std::collections::BTreeMap;

@@ -73,6 +73,7 @@ fn a_first_successful_ensure_records_running_and_ready_and_announces_creation_an
     let outcome = Ok(obs(1, true, &["10.0.0.10"]));
     let reaction = on_result(
         Some(&rec),
+        None,
         "pve-a",
         &meta("ensure"),
         &outcome,
@@ -119,6 +120,7 @@ fn the_same_observation_again_writes_nothing_and_conditions_keep_their_times() {
     let outcome = Ok(obs(1, true, &["10.0.0.10"]));
     let first = on_result(
         Some(&fleet.vm("web")),
+        None,
         "pve-a",
         &meta("ensure"),
         &outcome,
@@ -128,6 +130,7 @@ fn the_same_observation_again_writes_nothing_and_conditions_keep_their_times() {
     fleet.status("web", statuses(&first.actions)[0].clone());
     let again = on_result(
         Some(&fleet.vm("web")),
+        None,
         "pve-a",
         &meta("ensure"),
         &outcome,
@@ -140,6 +143,7 @@ fn the_same_observation_again_writes_nothing_and_conditions_keep_their_times() {
     let lost = Ok(obs(1, true, &[]));
     let reaction = on_result(
         Some(&fleet.vm("web")),
+        None,
         "pve-a",
         &meta("ensure"),
         &lost,
@@ -180,6 +184,7 @@ fn the_phase_follows_the_power_state_and_the_desired_state() {
         let outcome = Ok(obs(1, running, &[]));
         let reaction = on_result(
             Some(&fleet.vm("web")),
+            None,
             "pve-a",
             &meta("ensure"),
             &outcome,
@@ -215,6 +220,7 @@ fn changes_pending_a_restart_leave_the_vm_not_configured_with_a_message() {
     }));
     let reaction = on_result(
         Some(&fleet.vm("web")),
+        None,
         "pve-a",
         &meta("ensure"),
         &outcome,
@@ -248,6 +254,7 @@ fn addresses_the_spec_dropped_are_released_once_the_guest_has_the_new_generation
     assert_eq!(rec.generation, 2);
     let old_config = on_result(
         Some(&rec),
+        None,
         "pve-a",
         &meta("ensure"),
         &Ok(obs(1, true, &[])),
@@ -261,6 +268,7 @@ fn addresses_the_spec_dropped_are_released_once_the_guest_has_the_new_generation
     );
     let new_config = on_result(
         Some(&rec),
+        None,
         "pve-a",
         &meta("ensure"),
         &Ok(obs(2, true, &[])),
@@ -296,6 +304,7 @@ fn a_failure_sets_the_phase_warns_once_and_backs_off() {
         let outcome = Err(failure(kind));
         let first = on_result(
             Some(&fleet.vm("web")),
+            None,
             "pve-a",
             &meta("ensure"),
             &outcome,
@@ -326,6 +335,7 @@ fn a_failure_sets_the_phase_warns_once_and_backs_off() {
         fleet.status("web", status);
         let retry = on_result(
             Some(&fleet.vm("web")),
+            None,
             "pve-a",
             &meta("ensure"),
             &outcome,
@@ -340,6 +350,7 @@ fn a_failure_sets_the_phase_warns_once_and_backs_off() {
         // Success clears the back-off.
         let ok = on_result(
             Some(&fleet.vm("web")),
+            None,
             "pve-a",
             &meta("ensure"),
             &Ok(obs(1, true, &["10.0.0.10"])),
@@ -381,6 +392,7 @@ fn a_vmid_held_by_a_foreign_vm_fails_the_vm_until_the_spec_changes() {
     });
     let reaction = on_result(
         Some(&fleet.vm("web")),
+        None,
         "pve-a",
         &meta("ensure"),
         &outcome,
@@ -429,6 +441,7 @@ fn delete_results_release_the_vm_once_it_is_gone_from_its_host() {
         fleet.delete("web");
         on_result(
             Some(&fleet.vm("web")),
+            None,
             "pve-a",
             &meta("delete"),
             &outcome,
@@ -478,6 +491,7 @@ fn results_for_vms_gone_moved_or_being_deleted_change_nothing() {
     assert!(
         on_result(
             None,
+            None,
             "pve-a",
             &meta("ensure"),
             &ok,
@@ -494,6 +508,7 @@ fn results_for_vms_gone_moved_or_being_deleted_change_nothing() {
     assert!(
         on_result(
             Some(&fleet.vm("web")),
+            None,
             "pve-b",
             &elsewhere,
             &ok,
@@ -507,6 +522,7 @@ fn results_for_vms_gone_moved_or_being_deleted_change_nothing() {
     assert!(
         on_result(
             Some(&fleet.vm("web")),
+            None,
             "pve-a",
             &meta("ensure"),
             &ok,

@@ -3,8 +3,8 @@
 //! reported makes the target the VM's host), and a source host fenced mid-move.
 
 use protocol::NodeId;
-use protocol::fleet::{Capacity, HostState, PVE_CLUSTER_LABEL};
-use protocol::spec::VmSpec;
+use protocol::fleet::{Capacity, HostState, MoveKind, PVE_CLUSTER_LABEL};
+use protocol::spec::{HaSpec, RecoveryMode, VmSpec};
 use protocol::version::Version;
 
 use super::Fleet;
@@ -76,10 +76,9 @@ fn refused(f: &mut Fleet, cmd: Command, want: &str) {
 }
 
 #[test]
-fn a_migration_starts_only_for_a_placed_idle_vm_to_another_online_node_of_its_cluster() {
+fn a_migration_starts_only_for_a_placed_idle_vm_to_another_online_host() {
     let mut f = fleet();
     refused(&mut f, start(1), "is on pve-a already");
-    refused(&mut f, start(3), "stays within one PVE cluster");
     f.ok(Command::SetHostState {
         id: 2,
         state: HostState::Maintenance,
@@ -103,8 +102,10 @@ fn a_migration_starts_only_for_a_placed_idle_vm_to_another_online_node_of_its_cl
     }
     f.ok(start(2));
     assert_eq!(
-        f.state.migration("web").map(|m| m.to_node.as_str()),
-        Some("pve-b")
+        f.state
+            .migration("web")
+            .map(|m| (m.to_node.as_str(), m.kind)),
+        Some(("pve-b", MoveKind::Local))
     );
     refused(&mut f, start(2), "already moving from pve-a to pve-b");
     // The VM stays on its host until the agent reports the move.
@@ -143,7 +144,62 @@ fn only_the_target_node_reported_moves_the_vm_and_a_failure_leaves_it_with_a_war
 }
 
 #[test]
-fn a_source_host_fenced_mid_move_ends_the_migration_and_a_v1_snapshot_never_drops_one() {
+fn the_kind_of_a_move_follows_the_clusters_and_the_recovery_mode() {
+    // Out of its PVE cluster (to a standalone node): PVE's remote migration.
+    let mut f = fleet();
+    f.ok(start(3));
+    assert_eq!(f.state.migration("web").unwrap().kind, MoveKind::Remote);
+    // A `recovery = recreate` VM is rebuilt there instead; within its cluster it migrates.
+    let mut f = fleet();
+    let mut spec = VmSpec::new("web", 512);
+    spec.ha = HaSpec {
+        recovery: Some(RecoveryMode::Recreate),
+        ..HaSpec::started()
+    };
+    f.put_vm(spec);
+    f.ok(start(3));
+    assert_eq!(f.state.migration("web").unwrap().kind, MoveKind::Recreate);
+    f.ok(end(Some("solo")));
+    let rec = f.state.vm("web").unwrap();
+    assert_eq!(
+        (rec.assignment.host, rec.status.current_host),
+        (Some(3), None)
+    );
+    f.ok(start(1));
+    assert_eq!(f.state.migration("web").unwrap().kind, MoveKind::Recreate);
+}
+
+#[test]
+fn a_rebuild_whose_source_is_fenced_midway_is_the_recoverys() {
+    let mut f = fleet();
+    let mut spec = VmSpec::new("web", 512);
+    spec.ha = HaSpec {
+        recovery: Some(RecoveryMode::Recreate),
+        ..HaSpec::started()
+    };
+    f.put_vm(spec);
+    f.ok(start(3));
+    fence(&mut f, 1);
+    assert!(f.state.migration("web").is_none());
+}
+
+fn fence(f: &mut Fleet, id: NodeId) {
+    for (expected, state) in [
+        (HostState::Online, HostState::Unreachable),
+        (HostState::Unreachable, HostState::Fenced),
+    ] {
+        f.ok(Command::SetHostLiveness {
+            id,
+            expected,
+            state,
+            reason: "test".into(),
+            now: 7,
+        });
+    }
+}
+
+#[test]
+fn a_source_host_fenced_mid_move_keeps_the_migration_until_the_target_answers() {
     let mut f = fleet();
     f.ok(start(2));
     let refused = encode_snapshot(&f.state, Version(1)).unwrap_err();
@@ -153,24 +209,24 @@ fn a_source_host_fenced_mid_move_ends_the_migration_and_a_v1_snapshot_never_drop
     );
     let v2 = encode_snapshot(&f.state, protocol::version::MIGRATION).unwrap();
     assert_eq!(decode_snapshot(&v2).unwrap(), f.state);
-    for (expected, state) in [
-        (HostState::Online, HostState::Unreachable),
-        (HostState::Unreachable, HostState::Fenced),
-    ] {
-        f.ok(Command::SetHostLiveness {
-            id: 1,
-            expected,
-            state,
-            reason: "test".into(),
-            now: 7,
-        });
-    }
-    assert!(f.state.migration("web").is_none());
+    fence(&mut f, 1);
+    // PVE may have moved it already: kept, marked, until pve-b's agent answers.
+    assert_eq!(f.state.migration("web").unwrap().source_lost_at, Some(7));
     let last = f.state.events_after(0, None).pop().unwrap();
     assert!(
-        last.message.contains("abandoned: pve-a is fenced"),
+        last.message
+            .contains("not recovered until pve-b's agent says"),
         "{}",
         last.message
     );
     assert_eq!(f.state.vm("web").unwrap().assignment.host, Some(1));
+    // The target fenced too: whatever arrived there was stopped with it; the recovery's.
+    fence(&mut f, 2);
+    assert!(f.state.migration("web").is_none());
+    let last = f.state.events_after(0, None).pop().unwrap();
+    assert!(
+        last.message.contains("abandoned: pve-b is fenced"),
+        "{}",
+        last.message
+    );
 }
