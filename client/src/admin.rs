@@ -23,6 +23,9 @@ use protocol::time::{Now, secs_to_millis};
 /// How long a call may take, retries included, unless [`AdminClient::with_timeout`] says
 /// otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a call is tried, whatever the timeout: shorter than the time the cluster
+/// remembers a request's reply (10 minutes), so a retry never applies a write twice.
+pub const MAX_CALL: Duration = Duration::from_secs(9 * 60);
 
 /// The deadline of a QUIC + TLS handshake with one member.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -156,10 +159,16 @@ impl AdminClient {
     }
 
     /// Sends `req` to the cluster and returns its reply, following leader hints and retrying
-    /// unreachable or unavailable members with back-off until the timeout.
+    /// unreachable or unavailable members with back-off until the timeout. Every attempt
+    /// carries one request id made for this call, so a write whose first attempt was applied
+    /// (the leader died before it replied) is not applied again: the retry gets the first
+    /// result ([`transport::once`]).
     pub async fn call<R: Rpc>(&self, req: &R) -> Result<R::Response, ClientError> {
         self.renew_if_due().await;
-        self.call_within(req, self.timeout).await
+        let id = protocol::RequestId(rand::random());
+        // Retried no longer than the cluster remembers the request.
+        let timeout = self.timeout.min(MAX_CALL);
+        transport::once::scope(id, Box::pin(self.call_within(req, timeout))).await
     }
 
     /// Renews the configured certificate if it is due and not renewed yet (once per client).

@@ -25,5 +25,5 @@ mod error;
 mod policy;
 mod renew;
 
-pub use admin::{AdminClient, DEFAULT_TIMEOUT, WarningSink};
+pub use admin::{AdminClient, DEFAULT_TIMEOUT, MAX_CALL, WarningSink};
 pub use error::{AttemptFailure, ClientError};

@@ -12,6 +12,7 @@
 pub mod config;
 mod control;
 pub mod error;
+pub mod fault_point;
 mod forward;
 mod gate;
 mod host_watch;

@@ -14,6 +14,7 @@ pub mod encoding;
 pub mod fleet;
 pub mod identity;
 pub mod join;
+pub mod request_id;
 pub mod rpc;
 pub mod secret;
 pub mod spec;
@@ -21,6 +22,7 @@ pub mod time;
 pub mod version;
 
 pub use identity::{NodeId, Role};
+pub use request_id::RequestId;
 pub use rpc::Rpc;
 pub use secret::Secret;
 pub use version::Version;

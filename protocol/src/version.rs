@@ -73,6 +73,10 @@ pub const RECOVERY: Version = Version(2);
 /// and the state's leaving hosts.
 pub const LEAVING: Version = Version(2);
 
+/// The version that introduced at-most-once writes: `Command::Once` and the state's memory
+/// of the requests it applied (safety rule 9, docs/design/coordinator.md).
+pub const REQUESTS: Version = Version(2);
+
 impl Version {
     /// Whether this build reads and writes `self`.
     pub fn is_supported(self) -> bool {

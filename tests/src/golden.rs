@@ -829,6 +829,17 @@ pub fn commands() -> Vec<Command> {
             },
             now,
         },
+        // Encoding v2: a write made as a client's request (applied once).
+        Command::Once {
+            request: protocol::RequestId([0x5a; 16]),
+            seq: 0,
+            now,
+            command: Box::new(Command::AllocateIp {
+                pool: "lan".into(),
+                owner: "retried".into(),
+                now,
+            }),
+        },
     ]
 }
 

@@ -92,7 +92,23 @@ impl Connection {
         }
         let started = tokio::time::Instant::now();
         let speak = self.speaks();
-        match self.call_at(req, speak, deadline).await {
+        // Admin calls made as a request (a client's call, or a member forwarding one) carry
+        // its id, so the leader applies their writes once ([`crate::once`]).
+        let once = (self.service() == Service::Admin)
+            .then(crate::once::current)
+            .flatten();
+        let outcome = match self.call_at(req, speak, deadline, once).await {
+            // An older server: the same call, unwrapped.
+            Err(TransportError::Remote(RemoteError {
+                code: RemoteCode::UnknownMethod,
+                message,
+            })) if once.is_some() && message.contains(crate::once::ONCE_METHOD) => {
+                let left = deadline.saturating_sub(started.elapsed());
+                return self.call_at(req, speak, left, None).await;
+            }
+            other => other,
+        };
+        match outcome {
             Err(TransportError::Remote(RemoteError {
                 code: RemoteCode::UnsupportedVersion { newest, .. },
                 message,
@@ -111,7 +127,7 @@ impl Connection {
                 self.inner.speak.store(theirs.0, Ordering::Relaxed);
                 tracing::debug!(peer = ?self.inner.peer, %theirs, "peer reads an older encoding; speaking it");
                 let left = deadline.saturating_sub(started.elapsed());
-                self.call_at(req, theirs, left).await
+                self.call_at(req, theirs, left, once).await
             }
             other => other,
         }
@@ -127,8 +143,9 @@ impl Connection {
         req: &R,
         version: Version,
         deadline: Duration,
+        once: Option<protocol::RequestId>,
     ) -> Result<R::Response, TransportError> {
-        let request = frame::encode_request(req, version, self.inner.max_frame)?;
+        let request = frame::encode_request_once(req, version, self.inner.max_frame, once)?;
         let payload = tokio::time::timeout(deadline, self.exchange(&request))
             .await
             .map_err(|_| TransportError::Timeout {

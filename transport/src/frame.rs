@@ -80,9 +80,30 @@ pub fn encode_request<R: crate::Rpc>(
     version: protocol::Version,
     max: usize,
 ) -> Result<Vec<u8>, TransportError> {
-    let envelope = RequestEnvelope {
-        method: R::METHOD.to_string(),
-        body: crate::versioned_body::encode_request(request, version)?,
+    encode_request_once(request, version, max, None)
+}
+
+/// [`encode_request`], wrapped as call `once` ([`crate::once`]) when given.
+pub fn encode_request_once<R: crate::Rpc>(
+    request: &R,
+    version: protocol::Version,
+    max: usize,
+    once: Option<protocol::RequestId>,
+) -> Result<Vec<u8>, TransportError> {
+    let body = crate::versioned_body::encode_request(request, version)?;
+    let envelope = match once {
+        None => RequestEnvelope {
+            method: R::METHOD.to_string(),
+            body,
+        },
+        Some(id) => RequestEnvelope {
+            method: crate::once::ONCE_METHOD.to_string(),
+            body: encode(&crate::once::OnceEnvelope {
+                request: id,
+                method: R::METHOD.to_string(),
+                body,
+            })?,
+        },
     };
     encode_frame(&envelope, max)
 }

@@ -111,6 +111,7 @@ mod handshake;
 pub mod identity;
 mod join_limits;
 mod material;
+pub mod once;
 mod pin;
 mod remote_error;
 mod router;

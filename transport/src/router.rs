@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::Rpc;
 use crate::identity::PeerIdentity;
+use crate::once::{self, OnceEnvelope};
 use crate::remote_error::RemoteError;
 use crate::service::Service;
 use crate::versioned_body;
@@ -88,8 +89,24 @@ impl Router {
             .is_some_and(|methods| methods.contains_key(method))
     }
 
-    /// Runs the handler for `method`, or answers `UnknownMethod`.
+    /// Runs the handler for `method`, or answers `UnknownMethod`. A call wrapped as
+    /// [`once::ONCE_METHOD`] runs its inner method's handler as its request ([`once::scope`]).
     pub(crate) fn dispatch(&self, caller: Caller, method: &str, body: Vec<u8>) -> Reply {
+        if method == once::ONCE_METHOD {
+            let wrapped: OnceEnvelope = match crate::frame::decode(&body) {
+                Ok(w) => w,
+                Err(e) => {
+                    let message = format!("malformed {} call: {e}", once::ONCE_METHOD);
+                    return Box::pin(async move { Err(RemoteError::bad_request(message)) });
+                }
+            };
+            if wrapped.method == once::ONCE_METHOD {
+                let message = format!("a {} call inside another", once::ONCE_METHOD);
+                return Box::pin(async move { Err(RemoteError::bad_request(message)) });
+            }
+            let inner = self.dispatch(caller, &wrapped.method, wrapped.body);
+            return Box::pin(once::scope(wrapped.request, inner));
+        }
         let service = caller.service;
         match self.routes.get(&service).and_then(|m| m.get(method)) {
             Some(handler) => handler(caller, body),

@@ -155,6 +155,10 @@ enum Cmd {
         /// Build a Raft snapshot every N log entries (and keep at most N behind it).
         #[arg(long, value_name = "N")]
         snapshot_logs: Option<u64>,
+        /// Abort after committing a write of admin METHOD, before replying, once per
+        /// cluster (the first member to create MARKER dies there; tests only).
+        #[arg(long, hide = true, value_name = "METHOD=MARKER")]
+        abort_after_commit: Option<coordinator::fault_point::AbortAfterCommit>,
         /// How often to check whether the node certificate is due for renewal (tests only).
         #[arg(
             long,
@@ -388,12 +392,16 @@ async fn dispatch(cmd: Cmd, configured: &Configured) -> anyhow::Result<()> {
             data_dir,
             http,
             snapshot_logs,
+            abort_after_commit,
             renew_check_secs,
             lease_secs,
             resync_secs,
             ip_wait_secs,
             reconcile_tick_ms,
         } => {
+            if let Some(point) = abort_after_commit {
+                coordinator::fault_point::arm(point);
+            }
             let data_dir = data_dir.unwrap_or_else(|| file.data_dir.clone());
             // What init recorded; an unreadable directory is reported when the member starts.
             let recorded = NodeSettings::load(&data_dir).ok().and_then(|s| s.http);

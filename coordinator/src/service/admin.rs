@@ -255,7 +255,9 @@ fn write<R: Rpc + Clone>(
             let ctx = Arc::clone(&ctx);
             async move {
                 let cmd = build(&r, Now::read().millis)?;
-                reply(&r, ctx.propose(&cmd).await?)
+                let committed = ctx.propose(&cmd).await?;
+                crate::fault_point::after_commit(R::METHOD);
+                reply(&r, committed)
             }
         })
         .await

@@ -131,6 +131,17 @@ impl Ctx {
         // At the cluster version: every member reads it. A command of a later version is
         // refused until every member runs a build that reads it.
         let cluster = self.read_local(FleetState::cluster_version)?;
+        // A write made for a client's request is tagged with it, so a retry of the request
+        // (its reply was lost with a leader) is answered without applying it twice.
+        let once = transport::once::next_key()
+            .filter(|_| cluster >= protocol::version::REQUESTS)
+            .map(|(request, seq)| Command::Once {
+                request,
+                seq,
+                now: protocol::time::Now::read().millis,
+                command: Box::new(cmd.clone()),
+            });
+        let cmd = once.as_ref().unwrap_or(cmd);
         let bytes = encode_command(cmd, cluster).map_err(|e| match e {
             e @ CodecError::TooNew { .. } => RemoteError::unavailable(e.to_string()),
             e => RemoteError::internal(format!("encode command: {e}")),

@@ -27,7 +27,7 @@ impl FleetState {
         }
     }
 
-    fn dispatch(&mut self, cmd: Command) -> Result<CommandReply, StateError> {
+    pub(super) fn dispatch(&mut self, cmd: Command) -> Result<CommandReply, StateError> {
         match cmd {
             Command::PutVm { spec, now } => self.put_vm((*spec).into(), now),
             Command::ApplyVm { spec, now } => self.put_vm(*spec, now),
@@ -117,6 +117,12 @@ impl FleetState {
             } => self.host_leaving(id, kind, boot_id, now),
             Command::HostReturned { id, boot_id, now } => self.host_returned(id, boot_id, now),
             Command::EndLeaving { id, now: _ } => self.end_leaving(id),
+            Command::Once {
+                request,
+                seq,
+                now,
+                command,
+            } => self.once(request, seq, now, *command),
             Command::EndMigration {
                 name,
                 node,

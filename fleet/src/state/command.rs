@@ -8,7 +8,6 @@
 
 use std::net::IpAddr;
 
-use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
 use protocol::agent::LeaveKind;
 use protocol::fleet::{
@@ -21,8 +20,9 @@ use protocol::spec::{
 };
 use protocol::version::{
     ADMINS, HA_DEFAULTS, HA_SETTINGS, HOST_LIVENESS, LEAVING, MIGRATION, OLDEST, RECOVERY,
-    VIP_HOLDING, Version, VersionRange,
+    REQUESTS, VIP_HOLDING, Version, VersionRange,
 };
+use protocol::{NodeId, RequestId};
 use serde::{Deserialize, Serialize};
 
 /// A change to the fleet state. Times (`now`) are the proposer's clock: applying never reads one.
@@ -518,6 +518,19 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// `command`, proposed as the `seq`-th write of a client's `request` (v2): applied once;
+    /// applied again (a retry after a lost reply), it answers the first reply and changes
+    /// nothing (safety rule 9, docs/design/coordinator.md).
+    Once {
+        /// The client's request.
+        request: RequestId,
+        /// Which of the request's proposals (0, 1, ...).
+        seq: u32,
+        /// Proposal time (the memory of requests forgets by it).
+        now: UnixMillis,
+        /// The write.
+        command: Box<Command>,
+    },
 }
 
 impl Command {
@@ -611,6 +624,8 @@ impl Command {
             Command::HostLeaving { .. }
             | Command::HostReturned { .. }
             | Command::EndLeaving { .. } => LEAVING,
+            // What it wraps may be newer still.
+            Command::Once { command, .. } => command.since().max(REQUESTS),
         }
     }
 
@@ -669,6 +684,7 @@ impl Command {
             Command::HostLeaving { .. } => "HostLeaving",
             Command::HostReturned { .. } => "HostReturned",
             Command::EndLeaving { .. } => "EndLeaving",
+            Command::Once { .. } => "Once",
         }
     }
 }

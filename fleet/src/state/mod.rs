@@ -23,6 +23,8 @@ mod ips;
 mod leaving;
 mod migrations;
 mod recoveries;
+pub mod request_memory;
+mod requests;
 mod snapshot_v1;
 mod start_failures;
 mod tokens;
@@ -91,6 +93,8 @@ pub struct FleetState {
     drain_failed_at: BTreeMap<String, protocol::fleet::UnixMillis>,
     /// Hosts whose agent left cleanly (the shutdown policy), until their hold has passed.
     leaving: BTreeMap<NodeId, protocol::fleet::Leaving>,
+    /// The replies to clients' requests, so a retried write applies once.
+    requests: request_memory::Requests,
 }
 
 impl FleetState {

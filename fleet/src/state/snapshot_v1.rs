@@ -68,6 +68,7 @@ pub(super) fn v1_view(state: &FleetState) -> Option<impl Serialize + '_> {
         || !state.homes.is_empty()
         || !state.drain_failed_at.is_empty()
         || !state.leaving.is_empty()
+        || !state.requests.is_empty()
     {
         return None;
     }
@@ -146,6 +147,7 @@ impl From<SnapshotV1> for FleetState {
             homes: BTreeMap::new(),
             leaving: BTreeMap::new(),
             drain_failed_at: BTreeMap::new(),
+            requests: Default::default(),
         }
     }
 }

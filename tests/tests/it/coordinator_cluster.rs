@@ -1,6 +1,6 @@
 //! The coordinator as real processes on loopback: a 3-member cluster keeps every acknowledged
 //! write through two leader SIGKILLs and a full kill-and-restart, never handing out a VMID or
-//! an IP twice; a 4th member joins by token and catches up by snapshot after compaction; a
+//! an IP twice nor two IPs to one owner; a 4th member joins by token and catches up by snapshot after compaction; a
 //! removed member's certificate is refused afterwards.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
@@ -188,6 +188,19 @@ fn check_member_has(
                     unique.len(),
                     vmids.len(),
                     "member {i}: a VMID is assigned twice"
+                );
+                // No owner got two addresses: a retried allocation (its leader died between
+                // commit and reply) answers the first one (tests/tests/it/retried_writes.rs).
+                let mut per_owner: BTreeMap<String, usize> = BTreeMap::new();
+                for a in pools.pools.iter().flat_map(|p| p.allocations.values()) {
+                    *per_owner
+                        .entry(format!("{} (nic {:?})", a.owner, a.nic))
+                        .or_default() += 1;
+                }
+                let twice: Vec<_> = per_owner.iter().filter(|(_, n)| **n > 1).collect();
+                assert!(
+                    twice.is_empty(),
+                    "member {i}: owners with two addresses: {twice:?}"
                 );
                 missing
             }

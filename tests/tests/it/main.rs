@@ -19,6 +19,7 @@ mod maintenance;
 mod migration;
 mod proxmoxer;
 mod remote_migration;
+mod retried_writes;
 mod scenarios;
 mod schema_conformance;
 mod units;

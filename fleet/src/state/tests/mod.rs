@@ -11,6 +11,7 @@ mod ha;
 mod leaving;
 mod migrations;
 mod property;
+mod requests;
 mod spec_file;
 mod tokens;
 mod versions;
