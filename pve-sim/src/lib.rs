@@ -56,6 +56,7 @@ pub mod route;
 pub mod schema;
 pub mod server;
 mod sim;
+mod uuid;
 
 pub use api::{ApiError, Caller, Params, Reply};
 pub use config::SimConfig;

@@ -294,6 +294,23 @@ impl Fleet {
             .unwrap_or_else(|_| panic!("pvefleet {args:?}: the thread panicked"))
     }
 
+    /// The name of the host VM `vm` is placed on (panics if it is not placed).
+    pub fn host_name_of(&self, vm: &str) -> String {
+        let vms = self.vms().unwrap_or_else(|| panic!("no VM list"));
+        let id = vms
+            .iter()
+            .find(|v| v.spec.name == vm)
+            .and_then(|v| v.assignment.host)
+            .unwrap_or_else(|| panic!("VM {vm} is not placed"));
+        let hosts = self.cluster.cli_json(&["host", "ls"]);
+        hosts["hosts"]
+            .as_array()
+            .and_then(|list| list.iter().find(|h| h["host"]["id"] == id))
+            .and_then(|h| h["host"]["name"].as_str())
+            .unwrap_or_else(|| panic!("host {id} of VM {vm} is not listed"))
+            .to_string()
+    }
+
     /// Runs a future on the fleet's runtime (for PVE API calls of a test).
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.cluster.block_on(f)

@@ -217,18 +217,7 @@ fn update_acl(access: &AccessControl, p: &Params, grants: &Grants) -> Result<Rep
 /// A token secret: a random (version 4) UUID, as `PVE::TokenConfig::generate_token`.
 fn token_secret() -> String {
     use rand::Rng;
-    let mut b: [u8; 16] = rand::rng().random();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex::encode(b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    crate::uuid::uuid_v4(rand::rng().random())
 }
 
 fn create_token(access: &AccessControl, p: &Params) -> Result<Reply, ApiError> {

@@ -14,18 +14,7 @@ pub(super) fn random_mac(rng: &mut StdRng) -> String {
 
 /// A random (version 4) UUID, lower case.
 pub(super) fn random_uuid(rng: &mut StdRng) -> String {
-    let mut b: [u8; 16] = rng.random();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex::encode(b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    crate::uuid::uuid_v4(rng.random())
 }
 
 /// The crypt-style hash PVE stores for a non-Windows `cipassword` (`$5$salt$hash`); values that

@@ -16,14 +16,12 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::clock::now_unix;
-use super::config_text::VmConfig;
 use super::inner::Inner;
 use super::job::{Job, JobCx, TaskOwner};
 use super::mtunnel_ticket;
 use super::request::{Request, check_quorum, vmid};
 use super::state::State;
 use super::tunnel::Tunnel;
-use super::vm::{RunState, Vm};
 use crate::access::Grants;
 use crate::schema::split_list;
 use crate::{ApiError, Params, Reply};
@@ -90,17 +88,7 @@ pub(super) fn open(cx: &Arc<Inner>, p: &Params, req: &Request<'_>) -> Result<Rep
             ),
         ));
     }
-    let mut conf = VmConfig::default();
-    conf.set("lock", "create");
-    st.vms.insert(
-        vmid,
-        Vm {
-            vmid,
-            node: node.to_string(),
-            conf,
-            run: RunState::default(),
-        },
-    );
+    st.create_locked_config(node, vmid);
     let socket = format!("/run/qemu-server/{vmid}.mtunnel");
     let authuser = req.grants.authuser().to_string();
     let ticket = mtunnel_ticket::assemble(

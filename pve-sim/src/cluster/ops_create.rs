@@ -16,7 +16,7 @@ use super::inner::Inner;
 use super::job::{Job, JobCx, TaskOwner};
 use super::request::{check_quorum, node, upid_reply, vmid};
 use super::start_job::StartJob;
-use super::vm::{RunState, Vm, default_boot_order};
+use super::vm::default_boot_order;
 use crate::{ApiError, Caller, Params, Reply};
 
 /// Parameters of create that are not config keys.
@@ -77,17 +77,7 @@ pub(super) fn create(cx: &Arc<Inner>, p: &Params, caller: &Caller) -> Result<Rep
             existing.node
         )));
     }
-    let mut conf = VmConfig::default();
-    conf.set("lock", "create");
-    st.vms.insert(
-        vmid,
-        Vm {
-            vmid,
-            node: node.to_string(),
-            conf,
-            run: RunState::default(),
-        },
-    );
+    st.create_locked_config(node, vmid);
     let job = CreateJob {
         node: node.to_string(),
         vmid,

@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use rand::rngs::StdRng;
 
 use super::clock::now_unix_f64;
+use super::config_text::VmConfig;
 use super::tasks::TaskRegistry;
 use super::tunnel::Tunnel;
-use super::vm::{Vm, conf_missing};
+use super::vm::{RunState, Vm, conf_missing};
 use super::volumes::Storages;
 use crate::ApiError;
 use crate::certificate::CertificateInfo;
@@ -118,6 +119,22 @@ impl State {
     pub(super) fn load(&self, node: &str, vmid: u32) -> Result<&Vm, ApiError> {
         self.vm_on(node, vmid)
             .ok_or_else(|| ApiError::internal(conf_missing(node, vmid)))
+    }
+
+    /// PVE's `create_and_lock_config`: an empty config of `vmid` on `node`, locked `create`
+    /// (the caller checked that the VMID is free).
+    pub(super) fn create_locked_config(&mut self, node: &str, vmid: u32) {
+        let mut conf = VmConfig::default();
+        conf.set("lock", "create");
+        self.vms.insert(
+            vmid,
+            Vm {
+                vmid,
+                node: node.to_string(),
+                conf,
+                run: RunState::default(),
+            },
+        );
     }
 
     /// As [`State::load`] for task code, with a plain message.

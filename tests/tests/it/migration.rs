@@ -29,24 +29,6 @@ fn vm(name: &str, storage: &str) -> VmSpec {
     spec
 }
 
-fn host_name_of(fleet: &Fleet, vm: &str) -> String {
-    let vms = fleet.vms().unwrap();
-    let id = vms
-        .iter()
-        .find(|v| v.spec.name == vm)
-        .and_then(|v| v.assignment.host)
-        .unwrap();
-    let hosts = fleet.cluster.cli_json(&["host", "ls"]);
-    hosts["hosts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["host"]["id"] == id)
-        .and_then(|h| h["host"]["name"].as_str())
-        .unwrap()
-        .to_string()
-}
-
 /// `pvefleet vm migrate NAME --to TO --wait`, the simulator sampled meanwhile for two copies.
 fn migrate_sampled(fleet: &Fleet, control: &SimControl, name: &str, to: &str) -> Output {
     let args = [
@@ -86,7 +68,7 @@ fn running_vms_move_live_within_their_pve_cluster_and_a_failed_move_leaves_them_
         .collect();
 
     // A dry run says where it would go and how the other nodes were judged; nothing moves.
-    let from = host_name_of(&fleet, "shared-1");
+    let from = fleet.host_name_of("shared-1");
     let plan = fleet
         .cluster
         .cli_json(&["vm", "migrate", "shared-1", "--dry-run"]);
@@ -102,7 +84,7 @@ fn running_vms_move_live_within_their_pve_cluster_and_a_failed_move_leaves_them_
     assert!(!judged.contains(&from.as_str()), "{plan}");
     assert_eq!(judged[0], to, "the best first: {plan}");
     assert!(plan["why"].as_str().unwrap().contains("eligible"), "{plan}");
-    assert_eq!(host_name_of(&fleet, "shared-1"), from);
+    assert_eq!(fleet.host_name_of("shared-1"), from);
     let plan = fleet
         .cluster
         .cli_json(&["vm", "migrate", "shared-1", "--to", &from, "--dry-run"]);
@@ -110,7 +92,7 @@ fn running_vms_move_live_within_their_pve_cluster_and_a_failed_move_leaves_them_
     assert!(plan["why"].as_str().unwrap().contains("already"), "{plan}");
 
     for name in ["local-1", "shared-1"] {
-        let from = host_name_of(&fleet, name);
+        let from = fleet.host_name_of(name);
         let to = NODES.iter().find(|n| **n != from).unwrap().to_string();
         let out = migrate_sampled(&fleet, &control, name, &to);
         assert!(
@@ -134,12 +116,12 @@ fn running_vms_move_live_within_their_pve_cluster_and_a_failed_move_leaves_them_
             .find(|v| v.name.as_deref() == Some(name))
             .unwrap();
         assert_eq!(moved.vmid, vmids[name]);
-        assert_eq!(host_name_of(&fleet, name), to);
+        assert_eq!(fleet.host_name_of(name), to);
     }
 
     // PVE fails the next migration task: the VM stays where it is, running, and the CLI says
     // why with PVE's words.
-    let from = host_name_of(&fleet, "local-1");
+    let from = fleet.host_name_of("local-1");
     let to = NODES.iter().find(|n| **n != from).unwrap().to_string();
     fleet
         .block_on(control.fail_tasks(
@@ -156,7 +138,7 @@ fn running_vms_move_live_within_their_pve_cluster_and_a_failed_move_leaves_them_
         stderr.contains("failed, it stays on") && stderr.contains("injected by the test"),
         "{stderr}"
     );
-    assert_eq!(host_name_of(&fleet, "local-1"), from);
+    assert_eq!(fleet.host_name_of("local-1"), from);
     let pve = fleet.running_in_pve(&control);
     assert_eq!(pve.get("local-1"), Some(&vec![from.clone()]), "{pve:?}");
 

@@ -31,19 +31,6 @@ fn vm(name: &str) -> VmSpec {
     spec
 }
 
-fn host_of(fleet: &Fleet, name: &str) -> String {
-    let id = record(fleet, name).assignment.host.unwrap();
-    let hosts = fleet.cluster.cli_json(&["host", "ls"]);
-    hosts["hosts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["host"]["id"] == id)
-        .and_then(|h| h["host"]["name"].as_str())
-        .unwrap()
-        .to_string()
-}
-
 fn record(fleet: &Fleet, name: &str) -> protocol::fleet::VmRecord {
     fleet
         .vms()
@@ -154,7 +141,7 @@ fn vms_move_between_pve_clusters_with_a_minted_token_and_a_failed_move_leaves_no
         "{}",
         text(&out)
     );
-    assert_eq!(host_of(&fleet, "db-1"), ALPHA);
+    assert_eq!(fleet.host_name_of("db-1"), ALPHA);
     assert_eq!(
         in_pve(&fleet, &alpha, "db-1"),
         vec![(ALPHA.to_string(), true, None)]
@@ -189,7 +176,7 @@ fn vms_move_between_pve_clusters_with_a_minted_token_and_a_failed_move_leaves_no
         .find(|v| v.name.as_deref() == Some("db-1"))
         .unwrap();
     assert_eq!(moved.vmid, vmid);
-    assert_eq!(host_of(&fleet, "db-1"), BETA);
+    assert_eq!(fleet.host_name_of("db-1"), BETA);
     fleet.wait_vms(
         "db-1 running on its new host",
         Duration::from_secs(60),
@@ -202,7 +189,7 @@ fn vms_move_between_pve_clusters_with_a_minted_token_and_a_failed_move_leaves_no
     // A `recovery = recreate` VM is rebuilt on the target and removed from the source.
     let out = migrate(&fleet, &controls, "cattle-1", BETA);
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(host_of(&fleet, "cattle-1"), BETA);
+    assert_eq!(fleet.host_name_of("cattle-1"), BETA);
     fleet.wait_vms("cattle-1 rebuilt on BETA", Duration::from_secs(120), |v| {
         v.iter().any(|v| {
             v.spec.name == "cattle-1"
