@@ -4,7 +4,7 @@ CARGO ?= cargo
 PYENV := target/pyenv
 PYTHON := $(PYENV)/bin/python
 
-.PHONY: verify fmt clippy doc test deny pyenv demo bench clean-pyenv package-test deb lint-deb golden upgrade-test
+.PHONY: verify fmt clippy doc test deny pyenv faketime demo bench clean-pyenv package-test deb lint-deb golden upgrade-test
 
 verify: fmt clippy doc pyenv test package-test deny
 
@@ -24,7 +24,13 @@ $(PYENV)/.installed: tests/python/requirements.txt
 	$(PYENV)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 	touch $@
 
-test: pyenv
+# libfaketime: the doctor's end-to-end test (tests/tests/it/doctor.rs) runs one agent with its
+# wall clock 30 s ahead. Debian's package; installed here when missing.
+FAKETIME_LIB := /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
+faketime:
+	@test -e $(FAKETIME_LIB) || apt-get install -y libfaketime
+
+test: pyenv faketime
 	@if command -v cargo-nextest >/dev/null 2>&1; then \
 		PVEFLEET_PYTHON=$(CURDIR)/$(PYTHON) $(CARGO) nextest run --workspace --locked --no-fail-fast \
 			-E 'not binary(packaging) and not binary(rolling_upgrade)'; \
@@ -89,6 +95,9 @@ demo:
 # benches run the release binaries as processes; vip_failover needs root and keepalived (Debian's
 # package, installed here when missing) and takes about half an hour; fence_false_alarm runs
 # 10 minutes of CPU and I/O hogs.
+# etcd_compare runs Debian's etcd-server (installed here when missing) beside the release
+# binaries: 4 workloads x 3 systems x 3 runs of 60 s, about 40 minutes (PVEFLEET_BENCH_SECS,
+# PVEFLEET_BENCH_RUNS shorten it).
 bench:
 	$(CARGO) build --release --locked --bins
 	$(CARGO) bench --locked -p pvefleet-tests --bench client_roundtrips
@@ -103,6 +112,8 @@ bench:
 	$(CARGO) bench --locked -p pvefleet-tests --bench rebalance_plan
 	command -v keepalived >/dev/null || apt-get install -y keepalived
 	$(CARGO) bench --locked -p pvefleet-tests --bench vip_failover
+	command -v etcd >/dev/null || apt-get install -y etcd-server
+	$(CARGO) bench --locked -p pvefleet-tests --bench etcd_compare
 
 clean-pyenv:
 	rm -rf $(PYENV)

@@ -55,6 +55,12 @@ pub fn needs_renewal(cert_pem: &str, now: u64) -> Result<bool, BootstrapError> {
     Ok(cert_identity(cert_pem)?.needs_renewal(now))
 }
 
+/// When a certificate (PEM, leaf or CA) expires, in unix seconds.
+pub fn certificate_not_after(cert_pem: &str) -> Result<u64, BootstrapError> {
+    let der = certificate_der(cert_pem, "the certificate")?;
+    Ok(validity_of(&parse_der(&der, "the certificate")?).1)
+}
+
 /// SHA-256 of a certificate's DER encoding: what a join token pins for the cluster CA.
 pub fn certificate_sha256(cert_pem: &str) -> Result<[u8; 32], BootstrapError> {
     Ok(sha256(&certificate_der(cert_pem, "the CA certificate")?))

@@ -30,7 +30,9 @@ pub mod token_policy;
 pub mod token_record;
 
 pub use ca::ClusterCa;
-pub use cert::{CertIdentity, cert_identity, certificate_sha256, needs_renewal};
+pub use cert::{
+    CertIdentity, cert_identity, certificate_not_after, certificate_sha256, needs_renewal,
+};
 pub use cli_config::{CONFIG_ENV, CONFIG_FILE_NAME, CliConfig, ConfigError, CoordinatorAddr};
 pub use cluster_config::{ClusterConfig, MemberAddr};
 pub use error::BootstrapError;

@@ -91,6 +91,22 @@ pub enum Command {
     /// HA scenarios: try a failure on a simulated fleet before it happens for real.
     #[command(subcommand)]
     Sim(SimCommand),
+    /// Check the fleet before and after a rollout: versions, PVE, the agents' API token
+    /// privileges, TLS pinning, snippet storages, clocks, certificates, quorum and
+    /// replication, VIP capabilities. Each finding says what to do; exit 6 when one is a
+    /// problem.
+    Doctor(DoctorArgs),
+    /// Apply a whole fleet file (pools, VMID ranges, VIPs, settings, VM groups and VMs) as one
+    /// write: every entry is applied, or none is.
+    Apply(VmApplyArgs),
+}
+
+/// `pvefleet doctor`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct DoctorArgs {
+    /// Exit 6 on warnings too (mixed versions, a certificate a few days from expiry...).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `pvefleet sim ...`
@@ -246,6 +262,16 @@ pub struct AdminAddArgs {
     /// `./pvefleet-admin-NAME`.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+/// `KEY=VALUE`: a label to set.
+pub fn parse_label(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!(
+            "'{text}' is not KEY=VALUE (e.g. rack=r12); `host unlabel` removes a label"
+        )),
+    }
 }
 
 /// `--uses N|unlimited`: a count of joins, `unlimited` as the wire's [`UNLIMITED_USES`].
@@ -460,6 +486,32 @@ pub enum HostCommand {
     /// One host: its state with the reason and since when (online, unreachable, fenced...),
     /// capacity, what its VMs commit, load and last heartbeat.
     Show {
+        /// The host's PVE node name.
+        name: String,
+    },
+    /// Set labels on a host (placement constraints, VIPs and rules match them). They win over
+    /// the labels of the agent's configuration on the same key and are kept in the fleet's
+    /// state (the agent's own are changed in its agent.toml).
+    Label {
+        /// The host's PVE node name.
+        name: String,
+        /// `KEY=VALUE` labels to set.
+        #[arg(required = true, value_name = "KEY=VALUE", value_parser = parse_label)]
+        labels: Vec<(String, String)>,
+    },
+    /// Remove labels set with `host label`.
+    Unlabel {
+        /// The host's PVE node name.
+        name: String,
+        /// Label keys to remove.
+        #[arg(required = true, value_name = "KEY")]
+        keys: Vec<String>,
+    },
+    /// Decommission a host: refused while VMs are placed on it or it holds a VIP (drain it
+    /// first with `host maintenance enable NAME --wait`); its certificate is refused from
+    /// then on and its name may be used by a new host.
+    #[command(visible_alias = "rm")]
+    Remove {
         /// The host's PVE node name.
         name: String,
     },

@@ -8,6 +8,7 @@
 //! | 3 | refused: invalid spec or request, conflict, unauthorized, certificates not accepted, revoking the admin in use |
 //! | 4 | not found |
 //! | 5 | unavailable: no member reachable, or no leader, within `--timeout` |
+//! | 6 | `pvefleet doctor` found a problem (or, with `--strict`, a warning) |
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +34,8 @@ pub enum ExitStatus {
     NotFound = 4,
     /// No member answered, or no leader was known, before the timeout.
     Unavailable = 5,
+    /// `pvefleet doctor` found something to fix.
+    Unhealthy = 6,
 }
 
 impl ExitStatus {
@@ -135,6 +138,39 @@ pub enum CliError {
         #[source]
         source: Box<ClientError>,
     },
+    /// `pvefleet doctor` found problems (the report is printed before).
+    #[error(
+        "doctor: {problems} problem(s), {warnings} warning(s): see each finding's action above"
+    )]
+    Unhealthy {
+        /// Findings of severity problem.
+        problems: usize,
+        /// Findings of severity warning.
+        warnings: usize,
+    },
+    /// `pvefleet apply`: the cluster refused the file (one entry named); nothing was applied.
+    #[error(
+        "{}: {source}\nnothing was applied: a fleet file is applied whole or not at all; fix it \
+         and apply the file again",
+        shown(path)
+    )]
+    ApplyWhole {
+        /// The file.
+        path: PathBuf,
+        /// The cluster's answer, naming the refused entry.
+        #[source]
+        source: Box<ClientError>,
+    },
+    /// `pvefleet apply` of a file that defines nothing.
+    #[error(
+        "{} defines no [[pool]], [[vmid_range]], [[vip]], [settings], [[vm_group]] or [[vm]]: \
+         nothing to apply",
+        shown(path)
+    )]
+    EmptyFleetFile {
+        /// The file.
+        path: PathBuf,
+    },
     /// `admin add` could not prepare the new admin's key or directory; nothing was sent.
     #[error("{0}\nnothing was sent to the cluster: no admin was added")]
     AdminPrepare(#[source] BootstrapError),
@@ -199,7 +235,10 @@ impl CliError {
             | CliError::ReadFile { .. }
             | CliError::AdminPrepare(_) => ExitStatus::Usage,
             CliError::Client(e) => client_status(e),
-            CliError::Apply { source, .. } => client_status(source),
+            CliError::Apply { source, .. } | CliError::ApplyWhole { source, .. } => {
+                client_status(source)
+            }
+            CliError::EmptyFleetFile { .. } => ExitStatus::Refused,
             CliError::SpecFile { .. }
             | CliError::NothingToApply { .. }
             | CliError::NoSettings { .. }
@@ -208,6 +247,7 @@ impl CliError {
                 ExitStatus::Failed
             }
             CliError::NoGroup(_) => ExitStatus::NotFound,
+            CliError::Unhealthy { .. } => ExitStatus::Unhealthy,
         }
     }
 }

@@ -1,20 +1,23 @@
 //! [`AdminClient`]: connect to any member, follow the leader, retry within a deadline.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use protocol::join::RenewRequest;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 use transport::{
     Connection, Endpoint, PeerIdentity, Rpc, Service, TlsMaterial, TransportConfig, TransportError,
 };
 
 use crate::error::{AttemptFailure, ClientError};
-use crate::policy::{Outcome, attempt_order, attempt_timeout, backoff, classify};
+use crate::policy::{
+    AttemptState, Outcome, attempt_order, attempt_timeout, classify, next_member_in,
+};
+use crate::race::Race;
 use crate::renew::{self, DueCertificate, RenewalError};
+use crate::schedule::Schedule;
 
 use bootstrap::cli_config::{CliConfig, ConfigError, CoordinatorAddr};
 use protocol::time::timestamp;
@@ -27,10 +30,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// remembers a request's reply (10 minutes), so a retry never applies a write twice.
 pub const MAX_CALL: Duration = Duration::from_secs(9 * 60);
 
-/// The deadline of a QUIC + TLS handshake with one member.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long a handshake may take before the next member is dialed as well.
-const STAGGER: Duration = Duration::from_millis(150);
+/// The deadline of a QUIC + TLS handshake with one member: a few round trips on a LAN or a
+/// VPN; other members are dialed meanwhile after [`STAGGER`](crate::policy::STAGGER).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// The longest a certificate renewal may delay the first call: the old certificate is still
 /// valid, so a slow cluster costs a warning, not the command.
 const RENEW_TIMEOUT: Duration = Duration::from_secs(5);
@@ -63,16 +65,6 @@ struct Routes {
     known: Vec<CoordinatorAddr>,
     preferred: Option<CoordinatorAddr>,
     connections: HashMap<CoordinatorAddr, Connection>,
-}
-
-/// How a round over the members ended without a reply.
-enum RoundEnd<T> {
-    /// A reply, or the cluster's refusal.
-    Done(Result<T, ClientError>),
-    /// A member named the leader: start again there.
-    Redirect(CoordinatorAddr),
-    /// Nobody answered; `untrusted`: every member tried failed the TLS handshake.
-    Failed { untrusted: bool },
 }
 
 impl AdminClient {
@@ -213,6 +205,14 @@ impl AdminClient {
     }
 
     /// [`call`](Self::call) with its own overall deadline and no renewal check.
+    ///
+    /// The members are tried in the [`Schedule`]'s order. One attempt runs at first; the next
+    /// member is started as well when every running attempt is stalled (a handshake slower
+    /// than `STAGGER`, or a call its member has not acknowledged within `SILENCE`: a dead
+    /// member, [`next_member_in`]), when an attempt ends without an answer, or at once for a
+    /// leader hint. The first reply or refusal ends the call and cancels the other attempts.
+    /// Two attempts of one call are safe: both carry the call's request id, so a write is
+    /// applied once.
     async fn call_within<R: Rpc>(
         &self,
         req: &R,
@@ -220,37 +220,86 @@ impl AdminClient {
     ) -> Result<R::Response, ClientError> {
         let deadline = Instant::now() + timeout;
         let mut failures: Vec<AttemptFailure> = Vec::new();
-        let mut round: u32 = 0;
-        let mut hops = 0;
+        let mut schedule = Schedule::new(self.inner.order(), Instant::now());
+        let mut race: Race<'_, Step<R::Response>> = Race::new();
+        let mut running: Vec<Running> = Vec::new();
         loop {
-            let order = self.inner.order();
-            // Stale hints can point in a circle during an election: follow a few, then back off.
-            let follow_hints = hops < 2 * order.len() + 2;
-            match self
-                .round(req, order, deadline, &mut failures, follow_hints)
-                .await
+            let members: Vec<CoordinatorAddr> = running.iter().map(|r| r.member.clone()).collect();
+            let start_at = schedule.next_due(&members).and_then(|due| {
+                if due.urgent {
+                    Some(due.at)
+                } else {
+                    next_start(&running).map(|stalled| stalled.max(due.at))
+                }
+            });
+            let now = Instant::now();
+            if start_at.is_some_and(|at| at <= now)
+                && let Some(member) = schedule.take_due(&members)
             {
-                RoundEnd::Done(result) => return result,
-                RoundEnd::Redirect(leader) => {
-                    hops += 1;
-                    self.inner.learn_leader(leader);
+                race.push(Box::pin(self.dial(member.clone(), deadline)));
+                running.push(Running::dialing(member));
+                continue;
+            }
+            if race.is_empty() && start_at.is_none() {
+                // Nothing runs and nobody is left to try: only members that refused TLS.
+                return Err(ClientError::Untrusted { failures });
+            }
+            let step = tokio::select! {
+                step = race.next() => step,
+                // Time to start the next member, or to look again whether attempts stalled.
+                () = sleep_until_some(start_at) => continue,
+                () = tokio::time::sleep_until(deadline) => {
+                    return Err(ClientError::Unavailable {
+                        after: timeout,
+                        failures,
+                    });
+                }
+            };
+            let (member, outcome) = match step {
+                Step::Dialed(member, Ok(connection)) => {
+                    if let Some(r) = running.iter_mut().find(|r| r.member == member) {
+                        r.calling(&connection);
+                    }
+                    race.push(Box::pin(self.call_on(member, connection, req, deadline)));
                     continue;
                 }
-                RoundEnd::Failed { untrusted: true } => {
-                    return Err(ClientError::Untrusted { failures });
+                Step::Dialed(member, Err(outcome)) | Step::Called(member, Err(outcome)) => {
+                    (member, outcome)
                 }
-                RoundEnd::Failed { untrusted: false } => {}
+                Step::Called(member, Ok(reply)) => {
+                    self.inner.routes().preferred = Some(member);
+                    return Ok(reply);
+                }
+            };
+            running.retain(|r| r.member != member);
+            let now = Instant::now();
+            match outcome {
+                Outcome::Final(e) => return Err(e),
+                Outcome::Redirect(leader) => {
+                    let reason = format!("not the leader; the leader is {leader}");
+                    record(&mut failures, &member, reason);
+                    if schedule.follow_hint(member, leader.clone(), now) {
+                        self.inner.learn_leader(leader);
+                    }
+                }
+                Outcome::Retry {
+                    reason,
+                    untrusted: false,
+                } => {
+                    record(&mut failures, &member, reason);
+                    schedule.retry_later(member, now);
+                }
+                Outcome::Retry {
+                    reason,
+                    untrusted: true,
+                } => {
+                    record(&mut failures, &member, reason);
+                    schedule.distrust(member);
+                    if running.is_empty() && schedule.only_untrusted_left() {
+                        return Err(ClientError::Untrusted { failures });
+                    }
+                }
             }
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining.is_zero() {
-                return Err(ClientError::Unavailable {
-                    after: timeout,
-                    failures,
-                });
-            }
-            tokio::time::sleep(backoff(round).min(remaining)).await;
-            round = round.saturating_add(1);
-            hops = 0;
         }
     }
 
@@ -269,114 +318,91 @@ impl AdminClient {
         self.inner.endpoint.close(Duration::from_millis(200)).await;
     }
 
-    /// Tries the members in `order` once: dials them staggered (the next one when a handshake
-    /// is slow or fails) and calls each member as soon as its connection is ready.
-    async fn round<R: Rpc>(
-        &self,
-        req: &R,
-        order: Vec<CoordinatorAddr>,
-        deadline: Instant,
-        failures: &mut Vec<AttemptFailure>,
-        follow_hints: bool,
-    ) -> RoundEnd<R::Response> {
-        let mut pending: VecDeque<CoordinatorAddr> = order.into();
-        // Dropping the set when the round ends aborts the dials still running.
-        let mut dials: JoinSet<(CoordinatorAddr, Result<Connection, Outcome>)> = JoinSet::new();
-        let mut untrusted: Vec<bool> = Vec::new();
-        let mut next_dial = Instant::now();
-        loop {
-            if dials.is_empty() {
-                let Some(member) = pending.pop_front() else {
-                    break;
-                };
-                self.spawn_dial(&mut dials, member, deadline);
-                next_dial = Instant::now() + STAGGER;
-            }
-            let joined = tokio::select! {
-                joined = dials.join_next() => joined,
-                () = tokio::time::sleep_until(next_dial), if !pending.is_empty() => {
-                    if let Some(member) = pending.pop_front() {
-                        self.spawn_dial(&mut dials, member, deadline);
-                    }
-                    next_dial = Instant::now() + STAGGER;
-                    continue;
-                }
-                () = tokio::time::sleep_until(deadline) => break,
-            };
-            // A dial task only ends early by being aborted, which happens when `dials` drops.
-            let Some(Ok((member, dialed))) = joined else {
-                continue;
-            };
-            let outcome = match dialed {
-                Ok(connection) => match self.call_on(&member, &connection, req, deadline).await {
-                    Ok(reply) => {
-                        self.inner.routes().preferred = Some(member);
-                        return RoundEnd::Done(Ok(reply));
-                    }
-                    Err(outcome) => outcome,
-                },
-                Err(outcome) => outcome,
-            };
-            match outcome {
-                Outcome::Final(e) => return RoundEnd::Done(Err(e)),
-                Outcome::Redirect(leader) => {
-                    let reason = format!("not the leader; the leader is {leader}");
-                    record(failures, &member, reason);
-                    untrusted.push(false);
-                    if follow_hints && leader != member {
-                        return RoundEnd::Redirect(leader);
-                    }
-                    next_dial = Instant::now();
-                }
-                Outcome::Retry {
-                    reason,
-                    untrusted: u,
-                } => {
-                    record(failures, &member, reason);
-                    untrusted.push(u);
-                    // This member is done with: dial the next one now rather than after STAGGER.
-                    next_dial = Instant::now();
-                }
-            }
-        }
-        RoundEnd::Failed {
-            untrusted: !untrusted.is_empty() && untrusted.iter().all(|u| *u),
-        }
-    }
-
-    /// Starts getting a connection to `member`: the open one if alive, else a new handshake.
-    fn spawn_dial(
-        &self,
-        dials: &mut JoinSet<(CoordinatorAddr, Result<Connection, Outcome>)>,
-        member: CoordinatorAddr,
-        deadline: Instant,
-    ) {
-        let inner = Arc::clone(&self.inner);
-        let timeout = self.timeout;
-        dials.spawn(async move {
-            let dialed = inner.connection(&member, timeout, deadline).await;
-            (member, dialed)
-        });
+    /// Gets a connection to `member`: the open one if alive, else a new handshake.
+    async fn dial<T>(&self, member: CoordinatorAddr, deadline: Instant) -> Step<T> {
+        let dialed = self.inner.connection(&member, self.timeout, deadline).await;
+        Step::Dialed(member, dialed)
     }
 
     async fn call_on<R: Rpc>(
         &self,
-        member: &CoordinatorAddr,
-        connection: &Connection,
+        member: CoordinatorAddr,
+        connection: Connection,
         req: &R,
         deadline: Instant,
-    ) -> Result<R::Response, Outcome> {
+    ) -> Step<R::Response> {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let limit = attempt_timeout(self.timeout, remaining);
         match connection.call_with_timeout(req, limit).await {
-            Ok(reply) => Ok(reply),
+            Ok(reply) => Step::Called(member, Ok(reply)),
             Err(e) => {
                 if !matches!(e, TransportError::Remote(_)) {
-                    self.inner.routes().connections.remove(member);
+                    self.inner.routes().connections.remove(&member);
                 }
-                Err(classify(e, member))
+                let outcome = classify(e, &member);
+                Step::Called(member, Err(outcome))
             }
         }
+    }
+}
+
+/// What one future of a round's race finished.
+enum Step<T> {
+    /// A handshake (or the open connection) for the member.
+    Dialed(CoordinatorAddr, Result<Connection, Outcome>),
+    /// The member's answer to the call.
+    Called(CoordinatorAddr, Result<T, Outcome>),
+}
+
+/// A member a round is trying, for deciding when to try the next one.
+struct Running {
+    member: CoordinatorAddr,
+    since: Instant,
+    /// While calling: the connection and how many datagrams it had received when the call
+    /// started (more since means the member is alive and has the request).
+    call: Option<(Connection, u64)>,
+}
+
+impl Running {
+    fn dialing(member: CoordinatorAddr) -> Running {
+        Running {
+            member,
+            since: Instant::now(),
+            call: None,
+        }
+    }
+
+    fn calling(&mut self, connection: &Connection) {
+        self.since = Instant::now();
+        let received = connection.quic().stats().udp_rx.datagrams;
+        self.call = Some((connection.clone(), received));
+    }
+
+    fn state(&self, now: Instant) -> AttemptState {
+        let for_ = now.saturating_duration_since(self.since);
+        match &self.call {
+            None => AttemptState::Dialing { for_ },
+            Some((connection, at_start)) => AttemptState::Calling {
+                for_,
+                rtt: connection.rtt(),
+                heard: connection.quic().stats().udp_rx.datagrams > *at_start,
+            },
+        }
+    }
+}
+
+/// When the round should start its next member, given what runs ([`next_member_in`]).
+fn next_start(running: &[Running]) -> Option<Instant> {
+    let now = Instant::now();
+    let states: Vec<AttemptState> = running.iter().map(|r| r.state(now)).collect();
+    next_member_in(&states).map(|d| now + d)
+}
+
+/// Sleeps until `at`, or for ever when `None`.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -3,12 +3,14 @@
 //!
 //! ```text
 //!  call(req) ─ round: members in order (last one that answered first, then configured/learned)
-//!      │   dial coordinator-<id>.pvefleet at addr on Service::Admin (mutual TLS); the next
-//!      │   member is dialed too if a handshake takes over 150 ms, and the first ready is used
+//!      │   dial coordinator-<id>.pvefleet at addr on Service::Admin (mutual TLS) and call; the
+//!      │   next member is started too when every attempt is stalled (a handshake over 150 ms,
+//!      │   or a call its member did not even acknowledge within 200 ms: it is dead); the first
+//!      │   answer wins and the others are cancelled (one request id: a write applies once)
 //!      │     ├─ reply ───────────────────────────────▶ Ok (remember this member)
 //!      │     ├─ NotLeader{leader: (id, addr)} ──────▶ new round, that member first, at once
-//!      │     ├─ Unavailable / unreachable / timeout ─▶ next member; after a full round, back
-//!      │     │                                         off (50 ms doubling to 1 s)
+//!      │     ├─ Unavailable / unreachable / timeout ─▶ next member at once; after a full round,
+//!      │     │                                         back off (20 ms doubling to 250 ms)
 //!      │     └─ BadRequest, NotFound, Conflict, ... ─▶ Err at once (the cluster decided)
 //!      └── deadline (`timeout`, default 10 s) ─────▶ Err(Unavailable) naming every failure
 //! ```
@@ -16,14 +18,15 @@
 //! A client made from a configuration renews its admin certificate before its first call when
 //! the certificate is due (see `renew`); an expired one is refused before any call.
 //!
-//! A request whose reply was lost (the member died mid-call) is sent again to the next member:
-//! admin writes are keyed by name (`vm apply` twice is `unchanged` the second time), but
-//! `AllocateIp` and `TokenCreate` may then take effect twice.
+//! A request whose reply was lost (the member died mid-call) is sent again to the next member
+//! with the same request id, so the cluster applies it once (`transport::once`).
 
 mod admin;
 mod error;
 mod policy;
+mod race;
 mod renew;
+mod schedule;
 
 pub use admin::{AdminClient, DEFAULT_TIMEOUT, MAX_CALL, WarningSink};
 pub use error::{AttemptFailure, ClientError};

@@ -10,9 +10,61 @@ use crate::error::ClientError;
 use bootstrap::cli_config::CoordinatorAddr;
 
 /// The first pause after a round in which no member answered; it doubles up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(50);
-/// The longest pause between rounds.
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// Short: such a round usually means an election is under way, which takes a few hundred ms.
+const FIRST_BACKOFF: Duration = Duration::from_millis(20);
+/// The longest pause between rounds: a new leader is found within this of its election.
+const MAX_BACKOFF: Duration = Duration::from_millis(250);
+
+/// How long a handshake may take before the next member is dialed as well.
+pub(crate) const STAGGER: Duration = Duration::from_millis(150);
+/// How long a call may go without a single packet from its member (not even the QUIC
+/// acknowledgement of the request, which a live member sends within a round trip and 25 ms)
+/// before the next member is tried as well; three round trips on a slow link. A member that
+/// heard the request is left alone however long it takes, so a slow call (a join waiting for
+/// Raft) is not sent elsewhere.
+pub(crate) const SILENCE: Duration = Duration::from_millis(200);
+
+/// Where one running attempt of a round stands, as the round sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AttemptState {
+    /// Handshaking since `for_`.
+    Dialing { for_: Duration },
+    /// Its call was sent `for_` ago on a connection with round-trip time `rtt`; `heard`: the
+    /// member sent something since.
+    Calling {
+        for_: Duration,
+        rtt: Duration,
+        heard: bool,
+    },
+}
+
+impl AttemptState {
+    /// When this attempt stops holding the next member back (`None`: it never does on its own:
+    /// the member is alive and working on the call).
+    fn stalls_in(self) -> Option<Duration> {
+        match self {
+            AttemptState::Dialing { for_ } => Some(STAGGER.saturating_sub(for_)),
+            AttemptState::Calling { heard: true, .. } => None,
+            AttemptState::Calling {
+                for_,
+                rtt,
+                heard: false,
+            } => Some(SILENCE.max(rtt * 3).saturating_sub(for_)),
+        }
+    }
+}
+
+/// When to start the next member while `running` attempts are in flight: `Some(ZERO)` now,
+/// `Some(d)` in `d` unless something changes, `None` not while these attempts run. Every
+/// running attempt must be stalled (a slow handshake, or a call the member never acknowledged)
+/// before another member is tried: a dead leader costs [`SILENCE`], not the attempt timeout.
+pub(crate) fn next_member_in(running: &[AttemptState]) -> Option<Duration> {
+    let mut latest = Duration::ZERO;
+    for state in running {
+        latest = latest.max(state.stalls_in()?);
+    }
+    Some(latest)
+}
 
 /// What one attempt on one member means for the call.
 #[derive(Debug)]
@@ -42,11 +94,12 @@ pub(crate) fn backoff(round: u32) -> Duration {
     FIRST_BACKOFF.saturating_mul(factor).min(MAX_BACKOFF)
 }
 
-/// The deadline of one attempt: a third of the call's timeout, between 1 s and 2.5 s (a
-/// little over the longest election timeout, 2 s), so a member that died mid-call costs about
-/// one election before the others are tried, and never past the call's own deadline. A write
-/// that really takes longer is reported lost and retried elsewhere: writes keyed by name are
-/// idempotent; an allocation may then be made twice (never the same id twice).
+/// The deadline of one attempt: a third of the call's timeout, between 1 s and 2.5 s, and
+/// never past the call's own deadline. A member that dies before it acknowledged the call is
+/// left after [`SILENCE`] (the next member is tried meanwhile); this bounds the other case, a
+/// member that died while working on the call, to about two failovers (one is about 1 s). A
+/// write that really takes longer is reported lost and retried elsewhere with the same request
+/// id, so it is applied once.
 pub(crate) fn attempt_timeout(total: Duration, remaining: Duration) -> Duration {
     (total / 3)
         .clamp(Duration::from_secs(1), ATTEMPT_MAX)
@@ -136,12 +189,51 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_up_to_one_second() {
-        assert_eq!(backoff(0), Duration::from_millis(50));
-        assert_eq!(backoff(1), Duration::from_millis(100));
-        assert_eq!(backoff(4), Duration::from_millis(800));
-        assert_eq!(backoff(5), MAX_BACKOFF);
+    fn backoff_doubles_up_to_a_quarter_second() {
+        assert_eq!(backoff(0), Duration::from_millis(20));
+        assert_eq!(backoff(1), Duration::from_millis(40));
+        assert_eq!(backoff(3), Duration::from_millis(160));
+        assert_eq!(backoff(4), MAX_BACKOFF);
         assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
+    }
+
+    #[test]
+    fn the_next_member_waits_until_every_attempt_is_stalled() {
+        let ms = Duration::from_millis;
+        // Nothing running: start one now.
+        assert_eq!(next_member_in(&[]), Some(Duration::ZERO));
+        // A handshake holds the next member back for the stagger.
+        let dialing = AttemptState::Dialing { for_: ms(100) };
+        assert_eq!(next_member_in(&[dialing]), Some(ms(50)));
+        // A call the member never acknowledged: after the silence.
+        let silent = AttemptState::Calling {
+            for_: ms(50),
+            rtt: ms(1),
+            heard: false,
+        };
+        assert_eq!(next_member_in(&[silent]), Some(ms(150)));
+        assert_eq!(next_member_in(&[dialing, silent]), Some(ms(150)));
+        let long_silent = AttemptState::Calling {
+            for_: ms(900),
+            rtt: ms(1),
+            heard: false,
+        };
+        assert_eq!(next_member_in(&[long_silent]), Some(Duration::ZERO));
+        // On a slow link the silence is three round trips.
+        let far = AttemptState::Calling {
+            for_: ms(100),
+            rtt: ms(150),
+            heard: false,
+        };
+        assert_eq!(next_member_in(&[far]), Some(ms(350)));
+        // A member that acknowledged the call is working on it: never sent elsewhere too.
+        let heard = AttemptState::Calling {
+            for_: ms(5000),
+            rtt: ms(1),
+            heard: true,
+        };
+        assert_eq!(next_member_in(&[heard]), None);
+        assert_eq!(next_member_in(&[long_silent, heard]), None);
     }
 
     #[test]

@@ -115,6 +115,33 @@ impl Forwarder {
         }
     }
 
+    /// Calls `req` on `target`'s Admin service over a connection of its own (not the cached
+    /// one to the leader), closed afterwards: for the rare calls a leader makes to every
+    /// member (`pvefleet doctor`).
+    pub(crate) async fn ask<R: Rpc>(
+        &self,
+        target: &Target,
+        req: &R,
+    ) -> Result<R::Response, ForwardError> {
+        let not_sent = |reason: String| ForwardError::NotSent {
+            id: target.id,
+            addr: target.addr.clone(),
+            reason,
+        };
+        let addr = resolve(&target.addr).await.map_err(not_sent)?;
+        let conn = tokio::time::timeout(
+            self.deadline,
+            self.endpoint
+                .connect(addr, PeerIdentity::coordinator(target.id), Service::Admin),
+        )
+        .await
+        .map_err(|_| not_sent(format!("no connection within {:?}", self.deadline)))?
+        .map_err(|e| not_sent(e.to_string()))?;
+        let outcome = conn.call_with_timeout(req, self.deadline).await;
+        conn.close().await;
+        outcome.map_err(ForwardError::Call)
+    }
+
     /// Closes the cached connection, letting calls in flight finish.
     pub(crate) async fn close(&self) {
         if let Some(old) = self.cached.lock().await.take() {

@@ -10,7 +10,8 @@
 //!  results ─▶ on_result ─▶ apply ─▶ recovery::plan(state) ─▶ RecoverVm | EndRecovery
 //!          ─▶ maintenance::plan, failback::plan ─▶ StartMigration (drain, home, failback)
 //!          ─▶ rebalancer::decide (hold kept per term) ─▶ StartMigration (rebalance, one at a time)
-//!          ─▶ plan(state, live, inflight) ─▶ apply (VMs in parallel, each VM's actions in order)
+//!          ─▶ plan(state, live, inflight) ─▶ apply (batches of VMs, one entry each; each VM's
+//!                                                   actions in order)
 //! ```
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -22,15 +23,22 @@ use crate::control::{Arrived, Control};
 use crate::leader_ticks::LeaderTicks;
 use crate::service::Ctx;
 use fleet::rebalancer::{self, Hold};
+use fleet::reconcile::batch::{self, VmSteps};
 use fleet::reconcile::status::{allocation_failed, on_result};
 use fleet::reconcile::{Action, Backoff, Clock, plan};
 use fleet::recovery::{self, RecoveryAction};
-use fleet::state::{FleetState, StateError};
+use fleet::state::{Command, CommandReply, FleetState, StateError};
 use fleet::{failback, maintenance};
-use protocol::version::{MIGRATION, RECOVERY};
+use protocol::version::{BATCHES, MIGRATION, RECOVERY};
 
-/// VMs whose actions are applied at the same time (each VM's in order).
+/// VMs whose actions are applied at the same time (each VM's in order), one entry per action.
 const PARALLEL_VMS: usize = 16;
+/// VMs whose commands share one batched log entry.
+const BATCH_VMS: usize = 500;
+/// Batched entries proposed at the same time.
+const PARALLEL_BATCHES: usize = 4;
+/// Passes run at once, one after the other, while each places VMs or allocates their ids.
+const EAGER_PASSES: u32 = 3;
 
 /// The reconciler of one member (it acts only while the member leads).
 pub(crate) struct Reconciler {
@@ -52,16 +60,26 @@ impl Reconciler {
     pub(crate) async fn run(self, shutdown: CancellationToken) {
         let period = self.ctx.control.config().tick;
         let mut ticks = LeaderTicks::new(period, true, "reconciler");
+        let mut eager = 0;
         while let Some(term) = ticks.next(&self.ctx, &shutdown).await {
-            tokio::select! {
+            let unlocked = tokio::select! {
                 () = shutdown.cancelled() => break,
-                () = self.step(term) => {}
+                unlocked = self.step(term) => unlocked,
+            };
+            // Placements and ids just committed make Ensures due: plan them now rather than
+            // a tick later, a bounded number of times in a row.
+            if unlocked && eager < EAGER_PASSES {
+                eager += 1;
+                self.ctx.control.wake();
+            } else {
+                eager = 0;
             }
         }
     }
 
-    /// One pass: the results, then the plan.
-    async fn step(&self, term: u64) {
+    /// One pass: the results, then the plan; whether the plan placed VMs or allocated their
+    /// ids (which makes their next steps due at once).
+    async fn step(&self, term: u64) -> bool {
         let control = &self.ctx.control;
         let arrived = control.take_results();
         if !arrived.is_empty() {
@@ -82,8 +100,22 @@ impl Reconciler {
             plan(s, &live, &inflight, &policy, now)
         });
         match planned {
-            Ok(actions) => self.apply(term, now, actions).await,
-            Err(e) => tracing::warn!(error = %e, "reconciler: cannot read the state"),
+            Ok(actions) => {
+                let unlocks = actions.iter().any(|a| {
+                    matches!(
+                        a,
+                        Action::Schedule { .. }
+                            | Action::AllocateVmid { .. }
+                            | Action::AllocateIps { .. }
+                    )
+                });
+                self.apply(term, now, actions).await;
+                unlocks
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reconciler: cannot read the state");
+                false
+            }
         }
     }
 
@@ -212,8 +244,37 @@ impl Reconciler {
         }
     }
 
-    /// Applies `actions`: VMs in parallel, each VM's actions in order.
+    /// Applies `actions`: in batches of VMs (one log entry each) once the cluster reads them,
+    /// else VMs in parallel, one entry per action; each VM's actions in order either way.
     async fn apply(&self, term: u64, now: Clock, actions: Vec<Action>) {
+        if actions.is_empty() {
+            return;
+        }
+        match self.ctx.read_local(FleetState::cluster_version) {
+            Ok(cluster) if cluster >= BATCHES => self.apply_batched(term, now, actions).await,
+            _ => self.apply_one_by_one(term, now, actions).await,
+        }
+    }
+
+    /// Every VM's commands in a few [`Command::Batch`] entries of at most [`BATCH_VMS`] VMs,
+    /// [`PARALLEL_BATCHES`] in flight; then each VM's sends and refusal as
+    /// [`VmSteps::settle`] says.
+    async fn apply_batched(&self, term: u64, now: Clock, actions: Vec<Action>) {
+        let mut steps = batch::by_vm(actions).into_iter().peekable();
+        let mut running = JoinSet::new();
+        while steps.peek().is_some() {
+            let chunk: Vec<VmSteps> = steps.by_ref().take(BATCH_VMS).collect();
+            while running.len() >= PARALLEL_BATCHES {
+                running.join_next().await;
+            }
+            running.spawn(apply_chunk(Arc::clone(&self.ctx), term, now, chunk));
+        }
+        while running.join_next().await.is_some() {}
+    }
+
+    /// VMs in parallel, each VM's actions in order, one log entry per command (a cluster that
+    /// does not read batches yet).
+    async fn apply_one_by_one(&self, term: u64, now: Clock, actions: Vec<Action>) {
         let mut groups: Vec<Vec<Action>> = Vec::new();
         for action in actions {
             match groups.last_mut() {
@@ -266,6 +327,38 @@ fn react(control: &Control, state: &FleetState, arrived: &[Arrived], now: Clock)
         }
     }
     actions
+}
+
+/// Proposes the commands of `chunk` (VMs) as one [`Command::Batch`], then queues each VM's
+/// sends and handles its refusal.
+async fn apply_chunk(ctx: Arc<Ctx>, term: u64, now: Clock, chunk: Vec<VmSteps>) {
+    let chains: Vec<Vec<Command>> = chunk.iter().map(|s| s.chain(now.unix_ms)).collect();
+    let replies: Option<Vec<Vec<CommandReply>>> = if chains.iter().all(Vec::is_empty) {
+        Some(vec![Vec::new(); chains.len()])
+    } else {
+        match ctx.propose_raw(&Command::Batch { chains }).await {
+            Ok(Ok(CommandReply::Batch(replies))) if replies.len() == chunk.len() => Some(replies),
+            Ok(other) => {
+                tracing::warn!(reply = ?other, "reconciler: unexpected reply to a batch");
+                None
+            }
+            Err(e) => {
+                tracing::debug!(vms = chunk.len(), error = %e, "reconciler: batch not proposed");
+                None
+            }
+        }
+    };
+    for (i, steps) in chunk.into_iter().enumerate() {
+        let chain = replies.as_ref().and_then(|r| r.get(i)).map(Vec::as_slice);
+        let settled = steps.settle(chain);
+        for send in settled.sends {
+            ctx.control
+                .enqueue(send.host, send.generation, send.op, term, now);
+        }
+        if let Some((action, refusal)) = settled.refused {
+            refused(&ctx, &action, &refusal, now).await;
+        }
+    }
 }
 
 /// Applies one VM's actions in order; a refusal stops the rest.

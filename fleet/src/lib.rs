@@ -36,6 +36,7 @@
 //! - [`vip`]: VIP decisions: who should own one, the majority-granted lease, health rise/fall.
 
 pub mod affinity;
+pub mod doctor;
 pub mod failback;
 pub mod liveness;
 pub mod maintenance;

@@ -36,7 +36,7 @@ pub fn host_views(state: &FleetState) -> Vec<HostView> {
                 id: h.id,
                 name: h.name.clone(),
                 state: h.state,
-                labels: h.labels.clone(),
+                labels: h.effective_labels(),
                 capacity: h.capacity,
                 usage: usage.get(&h.id).copied().unwrap_or_default(),
                 storages: facts

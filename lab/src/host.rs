@@ -79,6 +79,12 @@ pub struct HostOptions {
     /// The address its agent's QUIC connections leave from (`bind_address` in its
     /// configuration; [`crate::Lab::host_address`] in a partition testbed); `None`: any.
     pub bind_address: Option<IpAddr>,
+    /// Privileges the agent's API token lacks on its own simulator ([`PveAccess::Https`]
+    /// and [`PveAccess::Pvesh`] outside a simulated cluster): a token as an operator may
+    /// have set it up short of one.
+    pub withheld_privileges: Vec<String>,
+    /// More environment for the agent's process (e.g. libfaketime's, to skew its clock).
+    pub agent_env: Vec<(String, String)>,
 }
 
 impl HostOptions {
@@ -99,7 +105,21 @@ impl HostOptions {
             vip_holding: None,
             pve_cluster: None,
             bind_address: None,
+            withheld_privileges: Vec::new(),
+            agent_env: Vec::new(),
         }
+    }
+
+    /// Its agent's API token lacks `privileges` everywhere.
+    pub fn withholding(mut self, privileges: &[&str]) -> HostOptions {
+        self.withheld_privileges = privileges.iter().map(|p| (*p).to_string()).collect();
+        self
+    }
+
+    /// Its agent runs with `key=value` in its environment as well.
+    pub fn with_agent_env(mut self, key: &str, value: &str) -> HostOptions {
+        self.agent_env.push((key.to_string(), value.to_string()));
+        self
     }
 
     /// The `i`-th demo host (`pve-a`, `pve-b`, ..., zones `a` and `b` in turn), simulated in
@@ -279,7 +299,10 @@ pub fn write_agent_config(
     std::fs::write(path, text).map_err(write)?;
     Ok(AgentFiles {
         config: path.to_path_buf(),
-        env,
+        env: env
+            .into_iter()
+            .chain(opts.agent_env.iter().cloned())
+            .collect(),
     })
 }
 

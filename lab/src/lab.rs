@@ -23,6 +23,7 @@ use client::AdminClient;
 use protocol::Role;
 use protocol::admin::{ClusterStatus, HostList, ReadMode, TokenCreate};
 use protocol::fleet::{HostState, MemberRole};
+use tokio::process::Command;
 
 use crate::binaries::{AGENT, Binaries, COORDINATOR, PVESH_SIM};
 use crate::error::LabError;
@@ -39,6 +40,11 @@ const FENCE_RECORD: &str = "fence.json";
 
 /// How long a child may take to print its ready line.
 const READY_WAIT: Duration = Duration::from_secs(60);
+/// Joins [`Lab::add_agents`] runs at once. The Join service paces attempts per source address
+/// (10 a second, 40 in a burst, two per join) and the lab's agents all join from 127.0.0.1:
+/// more at once only spend the budget on refused retries, and a join retried past a minute
+/// fails.
+const JOINS_AT_ONCE: usize = 4;
 /// How long a child may take to exit on SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(15);
 /// The agent's leave file (`node_agent::daemon::LEAVE_FILE`; the lab does not link the agent).
@@ -191,6 +197,33 @@ fn parse_ready<T: serde::de::DeserializeOwned>(
         log: process.log.clone(),
         tail: log_tail(&process.log),
     })
+}
+
+/// How agent `agent` is run (`pvefleet-agent run` with its configuration), and its name in
+/// messages.
+fn agent_run(program: &Path, agent: &Agent, filter: &str) -> (String, Command) {
+    let mut run = command_in(agent.netns.as_deref(), program);
+    run.arg("run")
+        .arg("--config")
+        .arg(&agent.files.config)
+        .envs(agent.files.env.iter().map(|(k, v)| (k, v)))
+        .env("RUST_LOG", filter);
+    (format!("agent {}", agent.host), run)
+}
+
+/// Records the running `process` of `agent` and the node id of its ready `line`.
+fn agent_ready(agent: &mut Agent, process: Process, line: &str) -> Result<(), LabError> {
+    let ready: serde_json::Value = parse_ready(&process, line)?;
+    agent.node_id = ready["node_id"]
+        .as_u64()
+        .ok_or_else(|| LabError::NotReady {
+            what: process.what.clone(),
+            problem: format!("printed {line:?}, a ready line without node_id"),
+            log: agent.log.clone(),
+            tail: String::new(),
+        })?;
+    agent.process = Some(process);
+    Ok(())
 }
 
 impl Lab {
@@ -574,6 +607,75 @@ impl Lab {
     /// # Errors
     /// [`LabError`] naming the step that failed.
     pub async fn add_agent(&mut self, opts: &HostOptions, token: &str) -> Result<usize, LabError> {
+        let (agent, join) = self.prepare_agent(opts).await?;
+        run_join(&format!("agent {} join", opts.name), join, token).await?;
+        self.agents.push(agent);
+        let i = self.agents.len() - 1;
+        self.start_agent(i).await?;
+        Ok(i)
+    }
+
+    /// [`Lab::add_agent`] for many hosts at once (`token` must allow that many uses): their PVE
+    /// processes started in turn, then the agents joined a few at a time and each, as soon as
+    /// its join is over, started and waited for its ready line; their indices. One after
+    /// the other this costs the sum of the joins and starts; at once, about the joins alone
+    /// (which the Join service paces per source address: the lab's agents all join from
+    /// 127.0.0.1).
+    ///
+    /// # Errors
+    /// [`LabError`] naming the first step that failed (the agents started so far are kept).
+    pub async fn add_agents(
+        &mut self,
+        hosts: &[HostOptions],
+        token: &str,
+    ) -> Result<Vec<usize>, LabError> {
+        let program = self.options.binaries.path(AGENT)?;
+        let (stderr, filter) = (self.options.stderr, self.options.log_filter.clone());
+        let first = self.agents.len();
+        let joining = std::sync::Arc::new(tokio::sync::Semaphore::new(JOINS_AT_ONCE));
+        let mut runs = tokio::task::JoinSet::new();
+        for opts in hosts {
+            let (agent, join) = self.prepare_agent(opts).await?;
+            let i = self.agents.len();
+            let joining_what = format!("agent {} join", opts.name);
+            let (what, run) = agent_run(&program, &agent, &filter);
+            let (log, token) = (agent.log.clone(), token.to_string());
+            self.agents.push(agent);
+            let slots = std::sync::Arc::clone(&joining);
+            runs.spawn(async move {
+                let joined = match slots.acquire_owned().await {
+                    Ok(_slot) => run_join(&joining_what, join, &token).await,
+                    Err(e) => Err(LabError::NoSuchPart(format!("{joining_what}: {e}"))),
+                };
+                let started = match joined {
+                    Ok(_) => Process::start(&what, run, &log, stderr, READY_WAIT).await,
+                    Err(e) => Err(e),
+                };
+                (i, started)
+            });
+        }
+        let mut failed = None;
+        while let Some(done) = runs.join_next().await {
+            let (i, started) =
+                done.map_err(|e| LabError::NoSuchPart(format!("an agent's join or start: {e}")))?;
+            let outcome = match (started, self.agents.get_mut(i)) {
+                (Ok((process, line)), Some(agent)) => agent_ready(agent, process, &line),
+                (Ok(_), None) => Err(LabError::NoSuchPart(format!("no agent {i}"))),
+                (Err(e), _) => Err(e),
+            };
+            if let Err(e) = outcome {
+                failed.get_or_insert(e);
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((first..self.agents.len()).collect()),
+        }
+    }
+
+    /// The agent of `opts`, not running yet, and the command that joins it (to run with the
+    /// token): its PVE host process started first when it needs one, its configuration written.
+    async fn prepare_agent(&mut self, opts: &HostOptions) -> Result<(Agent, Command), LabError> {
         let host = opts.name.clone();
         if opts.netns.is_some() && opts.needs_pve_process() {
             return Err(LabError::NoSuchPart(format!(
@@ -588,7 +690,11 @@ impl Lab {
         };
         let pve = if opts.needs_pve_process() && cluster_access.is_none() {
             let dir = self.layout.pve_dir(&host);
-            let config = node_config(&host, opts.cpus, opts.time_scale, opts.agent_ip_delay_secs);
+            let mut config =
+                node_config(&host, opts.cpus, opts.time_scale, opts.agent_ip_delay_secs);
+            for token in &mut config.tokens {
+                token.withheld.clone_from(&opts.withheld_privileges);
+            }
             Some(
                 PveNode::start(
                     &bins,
@@ -611,7 +717,6 @@ impl Lab {
             self.member(0)?.listen,
             &data_dir,
         );
-        run_join(&format!("agent {host} join"), join, token).await?;
         let pvesh = match opts.access {
             PveAccess::Pvesh => Some(bins.path(PVESH_SIM)?),
             PveAccess::Sim | PveAccess::Https => None,
@@ -624,7 +729,7 @@ impl Lab {
             access.as_ref(),
             pvesh.as_deref(),
         )?;
-        self.agents.push(Agent {
+        let agent = Agent {
             log: self.layout.agent_log(&host),
             host,
             node_id: 0,
@@ -634,10 +739,8 @@ impl Lab {
             process: None,
             pve,
             pve_cluster: opts.pve_cluster.clone(),
-        });
-        let i = self.agents.len() - 1;
-        self.start_agent(i).await?;
-        Ok(i)
+        };
+        Ok((agent, join))
     }
 
     /// Runs agent `i` (again) and waits for its ready line (a leader acknowledged it).
@@ -654,25 +757,9 @@ impl Lab {
             .agents
             .get_mut(i)
             .ok_or_else(|| LabError::NoSuchPart(format!("no agent {i}")))?;
-        let mut run = command_in(agent.netns.as_deref(), &program);
-        run.arg("run")
-            .arg("--config")
-            .arg(&agent.files.config)
-            .envs(agent.files.env.iter().map(|(k, v)| (k, v)))
-            .env("RUST_LOG", filter);
-        let what = format!("agent {}", agent.host);
+        let (what, run) = agent_run(&program, agent, &filter);
         let (process, line) = Process::start(&what, run, &agent.log, stderr, READY_WAIT).await?;
-        let ready: serde_json::Value = parse_ready(&process, &line)?;
-        agent.node_id = ready["node_id"]
-            .as_u64()
-            .ok_or_else(|| LabError::NotReady {
-                what: what.clone(),
-                problem: format!("printed {line:?}, a ready line without node_id"),
-                log: agent.log.clone(),
-                tail: String::new(),
-            })?;
-        agent.process = Some(process);
-        Ok(())
+        agent_ready(agent, process, &line)
     }
 
     /// The process slot of `part`.

@@ -30,7 +30,9 @@ use tokio_util::task::TaskTracker;
 use transport::{Endpoint, TransportConfig, TransportError};
 
 use crate::backend::{self, BackendError};
+use crate::clock_watch::ClockWatch;
 use crate::config::{AgentConfig, ConfigError, PveConfig};
+use crate::diagnosis::{Diagnoser, trust_of};
 use crate::error::JournalError;
 use crate::executor::Executor;
 use crate::fence::guests::GuestStopper;
@@ -219,7 +221,16 @@ impl Agent {
         if let Some(sim) = &pve.sim {
             ops = ops.with_snippets(Arc::new(SimSnippetWriter::new(sim.clone())));
         }
-        let executor = Executor::new(journal, ops);
+        let clock = ClockWatch::new();
+        let vips_simulated = config.vip_holding.is_simulated(&config.pve);
+        let executor = Executor::new(journal, ops).with_diagnoser(Diagnoser::new(
+            pve.client.clone(),
+            host.clone(),
+            trust_of(&config.pve),
+            node_dir.clone(),
+            clock.clone(),
+            vips_simulated,
+        ));
         // A configured source address lets a testbed cut this host's links by address.
         let endpoint = match config.bind_address {
             Some(ip) => Endpoint::client_on(SocketAddr::new(ip, 0), &tls, transport_config()),
@@ -258,7 +269,8 @@ impl Agent {
             endpoint.clone(),
             Arc::new(executor),
             feed.clone(),
-        );
+        )
+        .with_clock(clock);
         let status = session.status();
         let leave = session.leave_token();
         let lead = config.fence.lead();
@@ -279,7 +291,7 @@ impl Agent {
         let tasks = TaskTracker::new();
         tasks.spawn(collector.run(stop.clone()));
         tasks.spawn(renewal.run(stop.clone()));
-        let vips = if config.vip_holding.is_simulated(&config.pve) {
+        let vips = if vips_simulated {
             let holder = SimHolder::new();
             let held = holder.held();
             let keeper = keeper(cluster.node_id, &endpoint, &members, holder);
@@ -370,7 +382,9 @@ async fn with_pve_cluster(mut labels: Labels, client: &pve::Client, in_process: 
 
 async fn open_journal(dir: PathBuf) -> Result<Journal, AgentError> {
     let at = dir.clone();
-    match tokio::task::spawn_blocking(move || Journal::open(&at)).await {
+    // Without sled's background flusher: every journal write flushes before it returns, so
+    // the flusher only woke sled's threads twice a second while the agent idles.
+    match tokio::task::spawn_blocking(move || Journal::open_with_periodic_flush(&at, None)).await {
         Ok(Ok(journal)) => Ok(journal),
         Ok(Err(source)) => Err(AgentError::Journal { dir, source }),
         Err(e) => Err(AgentError::Task(format!("opening the journal: {e}"))),

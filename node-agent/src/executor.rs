@@ -25,6 +25,7 @@ use protocol::agent::{
     SnapshotAction, SnapshotOp,
 };
 
+use crate::diagnosis::Diagnoser;
 use crate::error::JournalError;
 use crate::journal::{Begin, Journal, MAX_COMMAND_ID_LEN};
 use crate::journaled::Journaled;
@@ -46,6 +47,8 @@ pub struct Executor {
     journal: TypedJournal<Journaled, Outcome>,
     ops: VmOps,
     recorded: Arc<AtomicU64>,
+    /// Answers [`Op::Diagnose`]; `None` refuses it.
+    diagnoser: Option<Diagnoser>,
 }
 
 fn failure(kind: FailureKind, step: &str, message: impl Into<String>) -> CommandFailure {
@@ -133,7 +136,8 @@ fn settle(op: &Op) -> Settle {
         | Op::Migrate(_)
         | Op::RemoteMigrate(_)
         | Op::OpenMigrationTarget(_)
-        | Op::CloseMigrationTarget(_) => Settle::Rerun,
+        | Op::CloseMigrationTarget(_)
+        | Op::Diagnose(_) => Settle::Rerun,
         Op::Power(p) => match p.action {
             PowerAction::Restart { .. } => Settle::Unknown(format!(
                 "the agent stopped while restarting VM {} ({}); check its uptime in PVE and restart it again if needed",
@@ -163,7 +167,14 @@ impl Executor {
             journal: TypedJournal::new(journal),
             ops,
             recorded: Arc::new(AtomicU64::new(0)),
+            diagnoser: None,
         }
+    }
+
+    /// Answers diagnoses with `diagnoser`.
+    pub fn with_diagnoser(mut self, diagnoser: Diagnoser) -> Executor {
+        self.diagnoser = Some(diagnoser);
+        self
     }
 
     /// The VM operations it uses (inventory shares the PVE client).
@@ -308,6 +319,14 @@ impl Executor {
                 .close_target(c)
                 .await
                 .map(|(arrived, running)| CommandOutput::TargetClosed { arrived, running }),
+            Op::Diagnose(_) => match &self.diagnoser {
+                Some(d) => Ok(CommandOutput::Diagnosis(Box::new(d.facts().await))),
+                None => Err(failure(
+                    FailureKind::Permanent,
+                    "diagnose",
+                    "this agent was started without diagnosis",
+                )),
+            },
         }
     }
 

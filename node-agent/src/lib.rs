@@ -21,8 +21,11 @@
 //! [`join`] admits a host with a join token and writes its directory; [`daemon`] runs it.
 
 pub mod backend;
+pub mod capabilities;
+pub mod clock_watch;
 pub mod config;
 pub mod daemon;
+pub mod diagnosis;
 mod error;
 mod executor;
 pub mod fence;
@@ -34,6 +37,7 @@ pub mod leave_probe;
 pub mod migration_address;
 pub mod ops;
 mod record;
+pub mod required_privileges;
 pub mod session;
 mod systemd;
 mod typed;

@@ -7,6 +7,9 @@
 
 mod admins;
 mod cluster;
+mod doctor;
+mod fleet_apply;
+mod host_admin;
 mod maintenance;
 mod members;
 mod methods;
@@ -25,6 +28,12 @@ pub use cluster::{
     ClusterStatus, ClusterStatusReply, FleetGet, HostList, HostListReply, MemberList,
     MemberListReply, MemberRemove, MemberStatus, SettingsGet, SettingsPut, SettingsReply,
 };
+pub use doctor::{
+    DIAGNOSE_WAIT, Doctor, DoctorReport, Finding, HostCheck, MemberCheck, MemberFacts,
+    MemberFactsQuery, Severity,
+};
+pub use fleet_apply::{FleetApply, FleetApplyReply, MemberDeleted};
+pub use host_admin::{HostChanged, HostLabel, HostRemove};
 pub use maintenance::{GuestLeft, HostMaintenance, HostMaintenanceReply, MaintenanceAction};
 pub use members::{MemberPromote, MemberPromoteReply, MemberReportVersions};
 pub use methods::METHODS;

@@ -16,6 +16,7 @@
 
 mod command;
 mod command_v1;
+mod diagnosis;
 mod inventory;
 mod leaving;
 mod remote_move;
@@ -27,6 +28,9 @@ pub use command::{
     MigrateOp, Op, PowerAction, PowerOp, SnapshotAction, SnapshotInfo, SnapshotOp, VmObservation,
 };
 pub use command_v1::{AgentCommandV1, EnsureVmV1, OpV1};
+pub use diagnosis::{
+    ClockOffset, DIAGNOSIS_SCOPE, DiagnoseOp, HostDiagnosis, MissingPrivilege, PveFacts, PveTrust,
+};
 pub use inventory::{
     DiskUsage, HostResources, Inventory, ObservedVm, PveNodeInfo, StorageInfo, TemplateInfo,
 };

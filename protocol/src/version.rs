@@ -77,6 +77,16 @@ pub const LEAVING: Version = Version(2);
 /// of the requests it applied (safety rule 9, docs/design/coordinator.md).
 pub const REQUESTS: Version = Version(2);
 
+/// The version that introduced batched writes: `admin.fleet_apply` (a whole fleet file as one
+/// request) committed as one `Command::ApplyFleet` (all or nothing), and the reconciler's
+/// `Command::Batch` (many VMs' steps in one log entry).
+pub const BATCHES: Version = Version(2);
+
+/// The version that introduced operators' host commands: `Host::operator_labels` with
+/// `Command::SetHostLabels` (`pvefleet host label|unlabel`), and `Command::RemoveHost`
+/// (`pvefleet host remove`).
+pub const HOST_ADMIN: Version = Version(2);
+
 impl Version {
     /// Whether this build reads and writes `self`.
     pub fn is_supported(self) -> bool {

@@ -159,19 +159,38 @@ impl ApiError {
 }
 
 /// A successful answer: the `data` of the envelope, plus `total` for paged lists (task list,
-/// task log) which PVE puts beside `data`.
+/// task log) which PVE puts beside `data`; or a file the HTTP layer sends instead of the
+/// envelope.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
-    /// The `data` member.
+    /// The `data` member (`null` for a download).
     pub data: serde_json::Value,
     /// The `total` member, when the method has one.
     pub total: Option<u64>,
+    /// A file to send as the body instead of JSON (`download_allowed` methods).
+    pub download: Option<Download>,
+}
+
+/// What a `download_allowed` handler returns as `{download => {...}}`: pve-http-server sends
+/// the bytes as the body with these headers, without the JSON envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Download {
+    /// `Content-Type` (`text/plain` for a task log).
+    pub content_type: String,
+    /// `Content-Disposition` (`attachment; filename="..."`), when the handler names one.
+    pub content_disposition: Option<String>,
+    /// The file's bytes.
+    pub body: Vec<u8>,
 }
 
 impl Reply {
     /// A plain `{"data": ...}` answer.
     pub fn data(data: serde_json::Value) -> Self {
-        Self { data, total: None }
+        Self {
+            data,
+            total: None,
+            download: None,
+        }
     }
 
     /// `{"data": ..., "total": n}`.
@@ -179,6 +198,16 @@ impl Reply {
         Self {
             data,
             total: Some(total),
+            download: None,
+        }
+    }
+
+    /// A file sent instead of the envelope.
+    pub fn download(download: Download) -> Self {
+        Self {
+            data: serde_json::Value::Null,
+            total: None,
+            download: Some(download),
         }
     }
 

@@ -214,9 +214,11 @@ impl Auth {
         let Some(ticket) = ticket else {
             return Err(unauthorized("No ticket"));
         };
+        // `verify_ticket` raises "permission denied - invalid PVE ticket", but `auth_handler`
+        // only logs that and dies with its own text, as for a bad token.
         let user = self
             .verify_ticket(&ticket, now)
-            .ok_or_else(|| unauthorized("permission denied - invalid PVE ticket"))?;
+            .ok_or_else(|| unauthorized("Authentication failed!"))?;
         if method != HttpMethod::Get && !creds.csrf.is_some_and(|t| self.verify_csrf(&user, t, now))
         {
             return Err(unauthorized("Permission denied - invalid csrf token"));
@@ -308,6 +310,7 @@ mod tests {
             tokenid: "ro".into(),
             secret: "5ec-ret".into(),
             read_only: true,
+            withheld: vec![],
         });
         Auth::new(&cfg)
     }
@@ -423,19 +426,23 @@ mod tests {
             creds(Some(&cookie), None, None),
             NOW + TICKET_LIFETIME,
         );
+        let expired = expired.unwrap_err();
         assert_eq!(
-            expired.unwrap_err().message,
-            "permission denied - invalid PVE ticket"
+            (expired.status, expired.message.as_str()),
+            (401, "Authentication failed!")
         );
         let forged = cookie.replace("root@pam", "admin@pve");
-        assert!(
-            a.authenticate(
+        let forged = a
+            .authenticate(
                 HttpMethod::Get,
                 "/nodes",
                 creds(Some(&forged), None, None),
-                NOW
+                NOW,
             )
-            .is_err()
+            .unwrap_err();
+        assert_eq!(
+            (forged.status, forged.message.as_str()),
+            (401, "Authentication failed!")
         );
         // The ticket may also come in the Authorization header.
         let authz = format!("PVEAuthCookie={ticket}");

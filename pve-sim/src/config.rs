@@ -111,6 +111,10 @@ pub struct TokenConfig {
     /// Only `*.Audit` privileges.
     #[serde(default)]
     pub read_only: bool,
+    /// Privileges the token lacks everywhere (`VM.Snapshot`, ...): requests needing one fail
+    /// PVE's permission check, and `GET /access/permissions` does not list it. Empty: none.
+    #[serde(default)]
+    pub withheld: Vec<String>,
 }
 
 fn default_cpus() -> u32 {
@@ -196,6 +200,7 @@ impl Default for SimConfig {
                 tokenid: "fleet".into(),
                 secret: "3f8a4c1e-5b2d-4e6f-9a7b-1c2d3e4f5a6b".into(),
                 read_only: false,
+                withheld: vec![],
             }],
             root_password: "simulator".into(),
             time_scale: 1.0,

@@ -52,6 +52,7 @@ pub mod error;
 pub mod faults;
 pub mod ha;
 pub mod node_power;
+mod param_value;
 pub mod route;
 pub mod schema;
 pub mod server;

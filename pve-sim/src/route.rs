@@ -95,6 +95,7 @@ routes! {
     fleet {
         Version => Get "/version",
         AccessTicket => Post "/access/ticket",
+        AccessPermissions => Get "/access/permissions",
         UserCreate => Post "/access/users",
         TokenDelete => Delete "/access/users/{userid}/token/{tokenid}",
         TokenCreate => Post "/access/users/{userid}/token/{tokenid}",
@@ -195,11 +196,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn there_are_52_fleet_routes_2_testbed_routes_and_templates_are_unique() {
-        assert_eq!(Route::ALL.len(), 52);
+    fn there_are_53_fleet_routes_2_testbed_routes_and_templates_are_unique() {
+        assert_eq!(Route::ALL.len(), 53);
         assert!(Route::ALL.contains(&Route::HaResourceList));
         assert_eq!(Route::TESTBED, [Route::HaResourceRead, Route::VmMtunnel]);
-        assert_eq!(Route::SERVED.len(), 54);
+        assert_eq!(Route::SERVED.len(), 55);
         let mut seen = std::collections::HashSet::new();
         for r in Route::SERVED {
             assert!(seen.insert((r.method(), r.template())), "{r:?} twice");

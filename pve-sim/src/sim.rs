@@ -28,6 +28,7 @@ use crate::error::SimError;
 use crate::faults::Faults;
 use crate::ha::HaResource;
 use crate::node_power::NodePowerAction;
+use crate::param_value::ParamValue;
 use crate::route::{HttpMethod, Route};
 use crate::schema::Schema;
 
@@ -67,18 +68,30 @@ pub(crate) fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
-/// PVE's form decoding turns repeated keys into one NUL-joined value.
-fn combine(params: Vec<(String, String)>) -> BTreeMap<String, String> {
-    let mut out: BTreeMap<String, String> = BTreeMap::new();
+/// PVE's form decoding turns repeated keys into one NUL-joined value (a JSON body has no
+/// repeated keys; should one come twice anyway, the later value wins).
+fn combine(params: Vec<(String, ParamValue)>) -> BTreeMap<String, ParamValue> {
+    let mut out: BTreeMap<String, ParamValue> = BTreeMap::new();
     for (k, v) in params {
-        out.entry(k)
-            .and_modify(|old| {
+        match (out.get_mut(&k), v) {
+            (Some(ParamValue::Text(old)), ParamValue::Text(v)) => {
                 old.push('\0');
                 old.push_str(&v);
-            })
-            .or_insert(v);
+            }
+            (_, v) => {
+                out.insert(k, v);
+            }
+        }
     }
     out
+}
+
+/// Form strings as the parameters of an in-process call.
+fn form_params(params: Vec<(String, String)>) -> Vec<(String, ParamValue)> {
+    params
+        .into_iter()
+        .map(|(k, v)| (k, ParamValue::Text(v)))
+        .collect()
 }
 
 impl Sim {
@@ -138,7 +151,7 @@ impl Sim {
             local_node,
             method,
             &rel,
-            params,
+            form_params(params),
         )
         .await
     }
@@ -158,20 +171,21 @@ impl Sim {
             local_node,
             method,
             &rel,
-            params,
+            form_params(params),
         )
         .await
     }
 
     /// [`Sim::handle_raw`] for an authenticated principal and an already decoded path `rel`
-    /// (the HTTPS edge decodes once, as PVE does).
+    /// (the HTTPS edge decodes once, as PVE does); `params` as the edge decoded them (a JSON
+    /// body's references intact).
     pub(crate) async fn process_raw(
         &self,
         who: &Principal,
         local_node: &str,
         method: HttpMethod,
         rel: &str,
-        params: Vec<(String, String)>,
+        params: Vec<(String, ParamValue)>,
     ) -> RawReply {
         let result = self.process(who, local_node, method, rel, params).await;
         let mut raw = RawReply::from_result(&result);
@@ -187,7 +201,7 @@ impl Sim {
         local_node: &str,
         method: HttpMethod,
         rel: &str,
-        params: Vec<(String, String)>,
+        params: Vec<(String, ParamValue)>,
     ) -> Result<Reply, ApiError> {
         let latency = self.inner.faults.latency();
         if !latency.is_zero() {
@@ -210,9 +224,16 @@ impl Sim {
             .method(method, &template)
             .ok_or_else(not_implemented)?;
 
-        let mut merged: BTreeMap<String, String> = path_params.into_iter().collect();
+        let mut merged: BTreeMap<String, ParamValue> = path_params
+            .into_iter()
+            .map(|(k, v)| (k, ParamValue::Text(v)))
+            .collect();
         for (k, v) in combine(params) {
-            if merged.get(&k).is_some_and(|uri| *uri != v) {
+            // `$uri_param->{$p} ne $params->{$p}`: a reference never equals a path segment.
+            if merged
+                .get(&k)
+                .is_some_and(|uri| uri.perl_string() != v.perl_string())
+            {
                 return Err(ApiError::param(
                     k,
                     "duplicate parameter (already defined in URI) with conflicting values!",
@@ -220,6 +241,11 @@ impl Sim {
             }
             merged.insert(k, v);
         }
+        // What the permission check interpolates: Perl's string of each defined value.
+        let texts: BTreeMap<String, String> = merged
+            .iter()
+            .filter_map(|(k, v)| v.perl_string().map(|t| (k.clone(), t)))
+            .collect();
 
         let via_token = match who {
             Principal::Anonymous { token } => *token,
@@ -238,10 +264,10 @@ impl Sim {
             Principal::User(caller) => Some(self.inner.auth.access().grants(caller)),
             Principal::Anonymous { .. } => None,
         };
-        permission::check(&ms.permissions, route, grants.as_ref(), &merged)?;
+        permission::check(&ms.permissions, route, grants.as_ref(), &texts)?;
 
         if ms.proxyto.as_deref() == Some("node")
-            && let Some(node) = merged.get("node").cloned()
+            && let Some(node) = texts.get("node").cloned()
         {
             let target = if node == "localhost" {
                 local_node.to_string()
@@ -258,12 +284,11 @@ impl Sim {
                 tokio::time::sleep(self.scaled(NODE_DOWN_DELAY_SECS)).await;
                 return Err(ApiError::status(NODE_DOWN_STATUS, NODE_DOWN_REASON));
             }
-            merged.insert("node".into(), target);
+            merged.insert("node".into(), ParamValue::Text(target));
         }
 
-        let list: Vec<(String, String)> = merged.into_iter().collect();
         let params = schema
-            .validate(method, &template, &list)
+            .validate_values(method, &template, merged)
             .map_err(ApiError::params)?;
         if self.inner.faults.roll_error() {
             return Err(ApiError::status(503, "Service Unavailable"));
@@ -442,13 +467,13 @@ mod tests {
 
     #[test]
     fn repeated_parameters_are_nul_joined() {
-        let got = combine(vec![
+        let got = combine(form_params(vec![
             ("a".into(), "1".into()),
             ("b".into(), "x".into()),
             ("a".into(), "2".into()),
-        ]);
-        assert_eq!(got["a"], "1\u{0}2");
-        assert_eq!(got["b"], "x");
+        ]));
+        assert_eq!(got["a"], ParamValue::Text("1\u{0}2".into()));
+        assert_eq!(got["b"], ParamValue::Text("x".into()));
     }
 
     #[test]

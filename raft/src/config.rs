@@ -3,12 +3,19 @@
 
 use openraft::{Config, SnapshotPolicy};
 
-/// Lowest election timeout: about ten LAN round trips plus scheduling noise on small hosts.
-pub const ELECTION_TIMEOUT_MIN_MS: u64 = 1000;
-/// Highest election timeout; the random spread avoids split votes.
-pub const ELECTION_TIMEOUT_MAX_MS: u64 = 2000;
-/// Leader heartbeat period, well under the election timeout.
-pub const HEARTBEAT_INTERVAL_MS: u64 = 200;
+/// Lowest election timeout. openraft 0.9 starts an election only after the leader lease
+/// (= [`ELECTION_TIMEOUT_MAX_MS`]) plus a random timeout in `[min, max)` passed without a
+/// heartbeat, so a follower of a dead leader becomes a candidate 800 to 1000 ms (plus up to one
+/// tick, 1.5 heartbeats) after the last heartbeat: failover stays under 1.5 s. Still eight or
+/// more heartbeats, so a busy leader (fsync stalls of tens of ms, CPU contention) does not look
+/// dead; `docs/design/raft-log.md` has the measurements.
+pub const ELECTION_TIMEOUT_MIN_MS: u64 = 300;
+/// Highest election timeout, and openraft's leader lease; the random spread avoids split votes.
+pub const ELECTION_TIMEOUT_MAX_MS: u64 = 500;
+/// Leader heartbeat period, well under the election timeout. openraft also uses it as the
+/// deadline of every AppendEntries RPC, so it must exceed a follower's append (an fsync) and
+/// a round trip under load.
+pub const HEARTBEAT_INTERVAL_MS: u64 = 100;
 /// Deadline of one snapshot chunk RPC (openraft's 200 ms default makes large snapshots loop
 /// for ever on the first chunk).
 pub const INSTALL_SNAPSHOT_TIMEOUT_MS: u64 = 10_000;
@@ -47,9 +54,9 @@ mod tests {
     #[test]
     fn the_default_config_is_valid_and_uses_lan_timings() {
         let config = default_config().validate().unwrap();
-        assert_eq!(config.election_timeout_min, 1000);
-        assert_eq!(config.election_timeout_max, 2000);
-        assert_eq!(config.heartbeat_interval, 200);
+        assert_eq!(config.election_timeout_min, 300);
+        assert_eq!(config.election_timeout_max, 500);
+        assert_eq!(config.heartbeat_interval, 100);
         assert!(config.install_snapshot_timeout >= 5000);
         assert_eq!(config.snapshot_policy, SnapshotPolicy::LogsSinceLast(5000));
         assert!(config.max_in_snapshot_log_to_keep >= 1000);

@@ -7,6 +7,14 @@ pub enum RaftStoreError {
     /// sled failed (I/O, corruption detected by sled, or a file lock held by another process).
     #[error("raft store: sled: {0}")]
     Sled(#[from] sled::Error),
+    /// The journal's files could not be read or written.
+    #[error("raft store: cannot {what}: {source}")]
+    Io {
+        /// The step that failed.
+        what: String,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
     /// A value could not be serialized.
     #[error("raft store: cannot encode {what}: {source}")]
     Encode {

@@ -7,7 +7,9 @@
 //!
 //! It prints, per host, the closest margin seen: the longest gap between two acknowledged
 //! beats (the lease end the agent records moves with each acknowledgement, by the gap
-//! between their send times), against the lease and against the start of fencing.
+//! between their send times), against the lease and against the start of fencing. It also
+//! counts the coordinators' Raft elections (terms started) and leader changes seen in their
+//! `/metrics` once a second: short election timeouts must not make a loaded leader look dead.
 //!
 //! Run: `make bench` (it builds the release binaries first). `PVEFLEET_HOG_SECS` shortens the
 //! run (600 by default).
@@ -76,6 +78,49 @@ fn io_hog(dir: std::path::PathBuf, stop: Arc<AtomicBool>, written: Arc<AtomicU64
     let _ = std::fs::remove_file(&path);
 }
 
+/// The coordinators' Raft terms and leaders over the run, from their `/metrics`.
+#[derive(Debug, Default)]
+struct RaftChanges {
+    first_term: Option<u64>,
+    last_term: Option<u64>,
+    leader: Option<u64>,
+    /// When the leader changed (to whom), as seen by the once-a-second samples.
+    changes: Vec<String>,
+}
+
+impl RaftChanges {
+    fn sample(&mut self, fleet: &Fleet, at: Duration) {
+        let members = fleet.cluster.members().len();
+        let mut term = None;
+        let mut leader = None;
+        for i in 0..members {
+            let t = fleet.cluster.metric(i, "raft_term").map(|t| t as u64);
+            term = term.max(t);
+            if fleet.cluster.metric(i, "raft_is_leader") == Some(1.0) {
+                leader = fleet
+                    .cluster
+                    .metric(i, "raft_current_leader")
+                    .map(|l| l as u64);
+            }
+        }
+        let Some(term) = term else { return };
+        self.first_term.get_or_insert(term);
+        self.last_term = Some(term);
+        if let Some(now) = leader {
+            if self.leader.is_some_and(|before| before != now) {
+                self.changes
+                    .push(format!("{:.1} s (to {now})", at.as_secs_f64()));
+            }
+            self.leader = Some(now);
+        }
+    }
+
+    /// Terms started during the run: each is an election (won or not).
+    fn elections(&self) -> u64 {
+        self.last_term.unwrap_or(0) - self.first_term.unwrap_or(0)
+    }
+}
+
 fn host_states(fleet: &Fleet) -> Option<BTreeMap<String, HostState>> {
     let out = fleet.cluster.cli(&["host", "ls"]);
     let reply: HostStatusReply = serde_json::from_slice(&out.stdout).ok()?;
@@ -142,6 +187,7 @@ fn main() {
     );
 
     let mut margins: BTreeMap<&str, Margins> = BTreeMap::new();
+    let mut raft = RaftChanges::default();
     let mut not_online: Vec<String> = Vec::new();
     let started = Instant::now();
     let mut next_states = Instant::now();
@@ -164,6 +210,7 @@ fn main() {
         }
         if Instant::now() >= next_states {
             next_states = Instant::now() + Duration::from_secs(1);
+            raft.sample(&fleet, started.elapsed());
             if let Some(states) = host_states(&fleet) {
                 for (host, state) in states {
                     if state != HostState::Online {
@@ -212,6 +259,18 @@ fn main() {
         "\nI/O hog: {:.1} GiB written and fsynced in {:.0} s",
         written.load(Ordering::Relaxed) as f64 / f64::from(1 << 30),
         started.elapsed().as_secs_f64()
+    );
+    println!(
+        "raft: {} elections (terms {}..={}), {} leader changes{}",
+        raft.elections(),
+        raft.first_term.unwrap_or(0),
+        raft.last_term.unwrap_or(0),
+        raft.changes.len(),
+        if raft.changes.is_empty() {
+            String::new()
+        } else {
+            format!(" at {}", raft.changes.join(", "))
+        }
     );
     println!(
         "false alarms: {} host-state samples not online, {} unreachable/fenced events, {} guests \

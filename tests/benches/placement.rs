@@ -87,11 +87,16 @@ fn main() {
     let settings = Settings::default();
     let mut placed = 0usize;
     let mut slowest = Duration::ZERO;
+    // FNV-1a over the chosen host ids: equal digests mean the same placements, VM by VM.
+    let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
     let start = Instant::now();
     for spec in &vms {
         let one = Instant::now();
         match place(spec, &hosts, &settings) {
             Ok(decision) => {
+                digest = decision.host_id.to_le_bytes().iter().fold(digest, |h, b| {
+                    (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+                });
                 let host = hosts
                     .iter_mut()
                     .find(|h| h.id == decision.host_id)
@@ -113,6 +118,7 @@ fn main() {
     println!(
         "placement: {placed} of {VMS} VMs placed on {HOSTS} hosts ({used} hosts used, at most {busiest} VMs on one)"
     );
+    println!("placement: choices digest {digest:#018x}");
     println!(
         "placement: total {:.3} s, {:.1} µs per VM on average, slowest {:.1} µs",
         total.as_secs_f64(),

@@ -92,6 +92,27 @@ impl Fleet {
         i
     }
 
+    /// Joins and starts the agents of `hosts` all at once (one token for all of them), then
+    /// waits until every host of the fleet is online with its PVE facts; their indices in
+    /// [`Fleet::agents`].
+    pub fn add_hosts(&mut self, hosts: &[HostOptions]) -> Vec<usize> {
+        let uses = hosts.len().to_string();
+        let v = self
+            .cluster
+            .cli_json(&["token", "create", "--role", "agent", "--uses", &uses]);
+        let token = v["token"].as_str().expect("token").to_string();
+        let added = self
+            .cluster
+            .rt
+            .block_on(self.cluster.lab.add_agents(hosts, &token))
+            .unwrap_or_else(|e| panic!("adding {} hosts: {e}", hosts.len()));
+        self.cluster
+            .rt
+            .block_on(self.cluster.lab.wait_hosts_online(Duration::from_secs(120)))
+            .unwrap_or_else(|e| panic!("hosts online: {e}"));
+        added
+    }
+
     /// Waits until host `id` is online with its PVE facts recorded (what the scheduler needs
     /// to place VMs on it).
     pub fn wait_host_online(&self, id: u64) {
@@ -348,6 +369,17 @@ impl Fleet {
     /// `pvefleet vm apply -f FILE` for `specs`.
     pub fn apply_vms(&self, specs: &[VmSpec]) {
         self.apply("vm", &VmSpecFile { vm: specs.to_vec() });
+    }
+
+    /// `pvefleet apply -f FILE` of `file`: the whole file as one write.
+    pub fn apply_fleet(&self, file: &FleetSpecFile) {
+        let path = self
+            .dir
+            .path()
+            .join(format!("apply-fleet-{}.toml", next_file_number()));
+        std::fs::write(&path, toml::to_string(file).expect("spec serializes")).expect("write spec");
+        self.cluster
+            .cli_json(&["apply", "-f", path.to_str().expect("utf-8 path")]);
     }
 
     /// `pvefleet vm delete NAME`.

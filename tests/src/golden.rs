@@ -25,8 +25,8 @@ use protocol::fleet::{
 };
 use protocol::join::{JoinRequest, JoinResponse, RenewRequest, RenewResponse};
 use protocol::spec::{
-    CheckType, DesiredState, HaDefaults, HaSpec, HaState, IpPoolSpec, NicIp, NicSpec, RecoveryMode,
-    VipCheck, VipSpec, VipSpecV1, VmSpec, VmSpecV1, VmidRangeSpec,
+    CheckType, DesiredState, HaDefaults, HaSpec, HaState, IpPoolSpec, Labels, NicIp, NicSpec,
+    RecoveryMode, VipCheck, VipSpec, VipSpecV1, VmSpec, VmSpecV1, VmidRangeSpec,
 };
 use protocol::version::{Version, VersionRange};
 use transport::frame::RequestEnvelope;
@@ -840,7 +840,88 @@ pub fn commands() -> Vec<Command> {
                 now,
             }),
         },
+        // Encoding v2: a whole fleet file as one write, then the reconciler's steps for its VM
+        // batched in one entry.
+        Command::ApplyFleet {
+            request: Box::new(fleet_apply()),
+            now,
+        },
+        Command::Batch {
+            chains: vec![
+                vec![
+                    Command::AllocateVmid {
+                        vm: "edge-1".into(),
+                        avoid: vec![2000],
+                        now,
+                    },
+                    Command::AllocateIps {
+                        vm: "edge-1".into(),
+                        now,
+                    },
+                ],
+                vec![Command::RecordEvent {
+                    level: EventLevel::Info,
+                    kind: EventKind::Vm,
+                    subject: "edge-1".into(),
+                    message: "batched".into(),
+                    now,
+                }],
+            ],
+        },
+        // Encoding v2: an operator's labels on pve-b, and a host decommissioned.
+        Command::SetHostLabels {
+            id: 9,
+            set: [("rack".to_string(), "r1".to_string())].into(),
+            unset: vec![],
+            now,
+        },
+        Command::RegisterHost {
+            id: 12,
+            name: "pve-old".into(),
+            labels: Labels::new(),
+            capacity: Capacity {
+                cpus: 8,
+                memory_mib: 32_768,
+            },
+            now,
+        },
+        Command::RemoveHost { id: 12, now },
     ]
+}
+
+/// A fleet file of one pool, range, VIP and VM each (its VM drawing from its pool and range),
+/// and a group's replicas (encoding v2).
+fn fleet_apply() -> admin::FleetApply {
+    let mut vm = VmSpec::new("edge-1", 512);
+    vm.vmid_range = Some("edge".into());
+    vm.nics = vec![NicSpec {
+        ip: Some(NicIp::Pool("edge".into())),
+        ..vm_spec().nics[0].clone()
+    }];
+    vm.cloud_init = Some(Default::default());
+    admin::FleetApply {
+        pools: vec![IpPoolSpec {
+            name: "edge".into(),
+            cidr: "10.8.0.0/24".into(),
+            gateway: Some("10.8.0.1".into()),
+            range_start: "10.8.0.10".into(),
+            range_end: "10.8.0.99".into(),
+            dns: vec![],
+        }],
+        vmid_ranges: vec![VmidRangeSpec {
+            name: "edge".into(),
+            start: 2000,
+            end: 2099,
+        }],
+        vips: vec![VipSpec {
+            name: "edge".into(),
+            address: "10.8.0.200/24".into(),
+            ..vip_spec()
+        }],
+        settings: None,
+        groups: vec![("api".into(), 1)],
+        vms: vec![vm],
+    }
 }
 
 /// The fleet the sample commands of encoding v1 build: what the wire samples show (their
@@ -946,6 +1027,39 @@ fn heartbeat_with_move_results() -> Heartbeat {
             },
         ],
         ..heartbeat()
+    }
+}
+
+fn member_facts() -> admin::MemberFacts {
+    admin::MemberFacts {
+        node_id: 1,
+        version: "0.1.0".into(),
+        clock_ms: 1_800_000_000_012,
+        certificate_not_after: 1_802_000_000,
+        ca_not_after: 2_100_000_000,
+    }
+}
+
+fn host_diagnosis() -> protocol::agent::HostDiagnosis {
+    protocol::agent::HostDiagnosis {
+        agent_version: "0.1.0".into(),
+        pve: Ok(protocol::agent::PveFacts {
+            version: "9.1.1".into(),
+            trust: protocol::agent::PveTrust::Fingerprint,
+            missing_privileges: Ok(vec![protocol::agent::MissingPrivilege {
+                path: "/vms".into(),
+                privileges: vec!["VM.Snapshot".into()],
+                needed_for: "taking, rolling back and deleting snapshots".into(),
+            }]),
+            snippet_storages: vec!["local".into()],
+        }),
+        clock: Some(protocol::agent::ClockOffset {
+            ahead_ms: 30_000,
+            uncertainty_ms: 2,
+        }),
+        certificate_not_after: 1_802_000_000,
+        ca_not_after: 2_100_000_000,
+        missing_capabilities: vec![],
     }
 }
 
@@ -1071,6 +1185,8 @@ fn heartbeat_ack() -> HeartbeatAck {
             left: 3,
             message: "draining: 3 guest(s) still on the host".into(),
         }),
+        // Encoding v2: the leader's clock, for the agent's clock-offset measurement.
+        leader_clock_ms: Some(1_800_000_000_123),
     }
 }
 
@@ -1217,6 +1333,116 @@ fn wire_samples(out: &mut Vec<Golden>) {
             value.encode_at(v).map_err(|e| e.to_string())
         }),
     });
+
+    // Encoding v2: a diagnosis asked of an agent, and its answer.
+    out.push(Golden {
+        name: "wire.agent.heartbeat.response.diagnose".into(),
+        encode: Box::new(|v| {
+            (v > V1).then(|| {
+                let ack = HeartbeatAck {
+                    commands: vec![AgentCommand {
+                        id: "d1".into(),
+                        op: Op::Diagnose(protocol::agent::DiagnoseOp {}),
+                    }],
+                    ..heartbeat_ack()
+                };
+                Heartbeat::encode_response_at(&ack, v).map_err(|e| e.to_string())
+            })
+        }),
+        reencode: Box::new(|v, bytes| {
+            let value = Heartbeat::decode_response_at(v, bytes).map_err(|e| e.to_string())?;
+            Heartbeat::encode_response_at(&value, v).map_err(|e| e.to_string())
+        }),
+    });
+    out.push(Golden {
+        name: "wire.agent.heartbeat.request.diagnosis".into(),
+        encode: Box::new(|v| {
+            (v > V1).then(|| {
+                Heartbeat {
+                    results: vec![CommandResult {
+                        id: "d1".into(),
+                        outcome: Ok(CommandOutput::Diagnosis(Box::new(host_diagnosis()))),
+                    }],
+                    ..heartbeat()
+                }
+                .encode_at(v)
+                .map_err(|e| e.to_string())
+            })
+        }),
+        reencode: Box::new(|v, bytes| {
+            let value = Heartbeat::decode_at(v, bytes).map_err(|e| e.to_string())?;
+            value.encode_at(v).map_err(|e| e.to_string())
+        }),
+    });
+    let labelled = {
+        let mut host = state
+            .hosts()
+            .values()
+            .next()
+            .expect("a host in the sample state")
+            .clone();
+        host.operator_labels = [("rack".to_string(), "r1".to_string())].into();
+        host
+    };
+    rpc(
+        out,
+        admin::HostLabel {
+            host: "pve-b".into(),
+            set: [("rack".to_string(), "r1".to_string())].into(),
+            unset: vec!["disk".into()],
+        },
+        admin::HostChanged {
+            host: labelled.clone(),
+        },
+    );
+    rpc(
+        out,
+        admin::HostRemove {
+            host: "pve-b".into(),
+        },
+        admin::HostChanged { host: labelled },
+    );
+    rpc(out, admin::MemberFactsQuery {}, member_facts());
+    rpc(
+        out,
+        admin::Doctor {},
+        admin::DoctorReport {
+            leader: 1,
+            checked_at_ms: 1_800_000_000_000,
+            members: vec![admin::MemberCheck {
+                id: 1,
+                addr: "10.0.0.1:7400".into(),
+                voter: true,
+                lag: Some(0),
+                facts: Ok(member_facts()),
+                clock: Some(protocol::agent::ClockOffset {
+                    ahead_ms: -12,
+                    uncertainty_ms: 1,
+                }),
+            }],
+            hosts: vec![
+                admin::HostCheck {
+                    id: 10,
+                    name: "pve1".into(),
+                    online: true,
+                    facts: Ok(host_diagnosis()),
+                },
+                admin::HostCheck {
+                    id: 11,
+                    name: "pve2".into(),
+                    online: false,
+                    facts: Err("host 11's agent has not reported within the lease".into()),
+                },
+            ],
+            findings: vec![admin::Finding {
+                severity: admin::Severity::Problem,
+                subject: "host pve1".into(),
+                check: "privileges".into(),
+                message: "the agent's API token on pve1 lacks VM.Snapshot on /vms".into(),
+                action: "grant it".into(),
+            }],
+        },
+    );
 
     rpc(
         out,
@@ -1716,5 +1942,23 @@ fn wire_samples(out: &mut Vec<Golden>) {
         out,
         protocol::agent::VipRelease { claims },
         protocol::agent::VipReleased {},
+    );
+    rpc(
+        out,
+        fleet_apply(),
+        admin::FleetApplyReply {
+            pools: vec![admin::ApplyOutcome::Created],
+            vmid_ranges: vec![admin::ApplyOutcome::Unchanged],
+            vips: vec![admin::ApplyOutcome::Updated],
+            settings: Some(admin::ApplyOutcome::Unchanged),
+            deleted: vec![admin::MemberDeleted {
+                name: "api-2".into(),
+                removed: false,
+            }],
+            vms: vec![admin::VmApplyReply {
+                outcome: admin::ApplyOutcome::Created,
+                generation: 1,
+            }],
+        },
     );
 }

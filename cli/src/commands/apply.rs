@@ -187,6 +187,21 @@ pub(crate) async fn wait_for_vms(
     read: ReadMode,
     goals: &[WaitGoal],
     limits: WaitLimits,
+    report: impl FnMut(&str),
+) -> Result<(), CliError> {
+    wait_for_vms_with(client, read, goals, limits, (POLL, Progress::line), report).await
+}
+
+/// How a wait reads and tells: the time between reads, and the line a progress makes.
+pub(crate) type WaitStyle = (Duration, fn(&Progress) -> String);
+
+/// [`wait_for_vms`], reading every `style.0` and telling progress with `style.1`.
+pub(crate) async fn wait_for_vms_with(
+    client: &AdminClient,
+    read: ReadMode,
+    goals: &[WaitGoal],
+    limits: WaitLimits,
+    (poll, tell): WaitStyle,
     mut report: impl FnMut(&str),
 ) -> Result<(), CliError> {
     let started = Instant::now();
@@ -195,7 +210,7 @@ pub(crate) async fn wait_for_vms(
     loop {
         let vms = client.call(&VmList { read }).await?.vms;
         let progress = Progress::of(goals, &vms);
-        let line = progress.line();
+        let line = tell(&progress);
         if line != last_line {
             report(&line);
             last_line = line;
@@ -246,7 +261,7 @@ pub(crate) async fn wait_for_vms(
                 progress.not_done()
             )));
         }
-        tokio::time::sleep(POLL.min(limits.timeout - waited)).await;
+        tokio::time::sleep(poll.min(limits.timeout - waited)).await;
     }
 }
 

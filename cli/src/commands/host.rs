@@ -1,8 +1,9 @@
 //! `pvefleet host ls`: every PVE host with its state, capacity and usage; `host show NAME`: one
-//! host with the reason of its state; `host maintenance ...`: [`super::maintenance`]. Usage and the live view are the leader's; with
+//! host with the reason of its state; `host label|unlabel NAME ...`: operators' labels;
+//! `host remove NAME`: decommission; `host maintenance ...`: [`super::maintenance`]. Usage and the live view are the leader's; with
 //! `--stale`, the answering member's replicated records only (`ls`).
 
-use protocol::admin::{HostList, HostStatus, ReadMode};
+use protocol::admin::{HostLabel, HostList, HostRemove, HostStatus, ReadMode};
 
 use super::Session;
 use crate::args::HostCommand;
@@ -36,6 +37,35 @@ pub(crate) async fn run(session: &mut Session<'_>, command: &HostCommand) -> Res
                 ))));
             };
             session.print(&HostShown(entry))
+        }
+        HostCommand::Label { name, labels } => {
+            let reply = session
+                .client()?
+                .call(&HostLabel {
+                    host: name.clone(),
+                    set: labels.iter().cloned().collect(),
+                    unset: Vec::new(),
+                })
+                .await?;
+            session.print(&reply)
+        }
+        HostCommand::Unlabel { name, keys } => {
+            let reply = session
+                .client()?
+                .call(&HostLabel {
+                    host: name.clone(),
+                    set: Default::default(),
+                    unset: keys.clone(),
+                })
+                .await?;
+            session.print(&reply)
+        }
+        HostCommand::Remove { name } => {
+            let reply = session
+                .client()?
+                .call(&HostRemove { host: name.clone() })
+                .await?;
+            session.print(&reply)
         }
         HostCommand::Maintenance(args) => super::maintenance::run(session, args).await,
     }

@@ -8,7 +8,9 @@ mod alloc;
 mod apply;
 mod cluster;
 mod demo;
+mod doctor;
 mod events;
+mod fleet_apply;
 mod host;
 mod maintenance;
 mod member;
@@ -50,5 +52,7 @@ pub(crate) async fn dispatch(session: &mut Session<'_>, command: &Command) -> Re
         Command::Alloc(c) => alloc::run(session, c).await,
         Command::Demo(a) => demo::run(session, a).await,
         Command::Sim(c) => sim::run(session, c).await,
+        Command::Apply(a) => fleet_apply::run(session, a).await,
+        Command::Doctor(a) => doctor::run(session, a).await,
     }
 }

@@ -1,8 +1,11 @@
 //! `host ls`: every PVE host with its state and capacity, what the VMs assigned to it commit,
 //! and the leader's live view (load, last heartbeat); with `--stale`, the replicated part only.
 
-use protocol::admin::{HostListReply, HostMaintenanceReply, HostStatusEntry, HostStatusReply};
+use protocol::admin::{
+    HostChanged, HostListReply, HostMaintenanceReply, HostStatusEntry, HostStatusReply,
+};
 use protocol::agent::HostResources;
+use protocol::fleet::{Host, HostState};
 use serde::Serialize;
 
 use super::human::{age, mib, or_dash, relative, span};
@@ -67,7 +70,7 @@ impl Render for HostListReply {
         }
         let mut t = Table::new(&["NAME", "ID", "STATE", "CPUS", "MEMORY", "LABELS"]);
         for h in &self.hosts {
-            let labels: Vec<String> = h.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let labels = label_list(h);
             t.row(vec![
                 h.name.clone(),
                 h.id.to_string(),
@@ -86,6 +89,43 @@ impl Render for HostListReply {
     }
 }
 
+/// A host's labels as `key=value`, the operators' (which win over the agent's) marked `*`.
+fn label_list(h: &Host) -> Vec<String> {
+    h.effective_labels()
+        .iter()
+        .map(|(k, v)| {
+            let mark = if h.operator_labels.contains_key(k) {
+                "*"
+            } else {
+                ""
+            };
+            format!("{k}={v}{mark}")
+        })
+        .collect()
+}
+
+impl Render for HostChanged {
+    fn table(&self, _ctx: &Context) -> String {
+        let h = &self.host;
+        if h.state == HostState::Removed {
+            return format!(
+                "host {} ({}) removed: its id and certificate are refused from now on; stop and                  purge the agent on it (apt purge pvefleet)\n",
+                h.name, h.id
+            );
+        }
+        let labels = label_list(h);
+        format!(
+            "host {} labels: {}\n",
+            h.name,
+            if labels.is_empty() {
+                "none".to_string()
+            } else {
+                format!("{} (* set by operators)", labels.join(","))
+            }
+        )
+    }
+}
+
 /// `host show NAME`: one host with its state's reason and the leader's live view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
@@ -95,7 +135,7 @@ impl Render for HostShown {
     fn table(&self, ctx: &Context) -> String {
         let e = &self.0;
         let h = &e.host;
-        let labels: Vec<String> = h.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let labels = label_list(h);
         let rows = [
             ("name", h.name.clone()),
             ("id", h.id.to_string()),

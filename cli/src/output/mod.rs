@@ -12,6 +12,7 @@
 
 mod admins;
 mod cluster;
+mod doctor;
 mod explain;
 pub mod follow;
 mod hosts;

@@ -9,6 +9,13 @@
 //! A VM is done when its agent observed the applied generation, it runs (or is stopped, when
 //! desired so), and, if it has NICs whose addresses can be known (pool or static, or DHCP with
 //! the guest agent), it reports its addresses.
+//!
+//! `pvefleet apply --wait` (a whole fleet file, often many VMs) reports the same standing as
+//! the stages the VMs pass, counted ([`Progress::stage_line`]):
+//!
+//! ```text
+//! placed 1000/1000, created 700/1000, running 412/1000
+//! ```
 
 use std::collections::BTreeMap;
 
@@ -126,6 +133,25 @@ pub struct Progress {
     pub vms: Vec<(String, VmProgress)>,
     /// Whether some applied VM is desired stopped (the report then says `done`, not `running`).
     pub some_stopped: bool,
+    /// How many applied VMs have a host.
+    pub placed: usize,
+    /// How many applied VMs exist on their host.
+    pub created: usize,
+}
+
+/// Whether the VM has a host (and is not being deleted).
+fn is_placed(vm: &VmRecord) -> bool {
+    !vm.deleting && vm.assignment.host.is_some()
+}
+
+/// Whether the VM exists on its host: its agent said so, or it runs or is stopped there.
+fn is_created(vm: &VmRecord) -> bool {
+    let said = vm
+        .status
+        .conditions
+        .iter()
+        .any(|c| c.kind == ConditionKind::Created && c.status);
+    is_placed(vm) && (said || matches!(vm.status.phase, VmPhase::Running | VmPhase::Stopped))
 }
 
 impl Progress {
@@ -134,15 +160,23 @@ impl Progress {
         let by_name: BTreeMap<&str, &VmRecord> =
             vms.iter().map(|v| (v.spec.name.as_str(), v)).collect();
         let mut some_stopped = false;
+        let (mut placed, mut created) = (0, 0);
         let vms = goals
             .iter()
             .map(|goal| {
                 let vm = by_name.get(goal.name.as_str()).copied();
                 some_stopped |= vm.is_some_and(|v| v.spec.state == DesiredState::Stopped);
+                placed += usize::from(vm.is_some_and(is_placed));
+                created += usize::from(vm.is_some_and(is_created));
                 (goal.name.clone(), judge(goal.generation, vm))
             })
             .collect();
-        Progress { vms, some_stopped }
+        Progress {
+            vms,
+            some_stopped,
+            placed,
+            created,
+        }
     }
 
     /// How many VMs are done.
@@ -174,11 +208,19 @@ impl Progress {
         })
     }
 
+    fn done_label(&self) -> &'static str {
+        if self.some_stopped { "done" } else { "running" }
+    }
+
     /// The one-line report: done count, then waiting VMs by label, then failed ones with the
     /// first one's name and message.
     pub fn line(&self) -> String {
-        let done_label = if self.some_stopped { "done" } else { "running" };
-        let mut parts = vec![format!("{}/{} {done_label}", self.done(), self.vms.len())];
+        let mut parts = vec![format!(
+            "{}/{} {}",
+            self.done(),
+            self.vms.len(),
+            self.done_label()
+        )];
         for label in ORDER {
             let n = self
                 .vms
@@ -189,6 +231,25 @@ impl Progress {
                 parts.push(format!("{n} {label}"));
             }
         }
+        self.troubles(&mut parts);
+        parts.join(", ")
+    }
+
+    /// The one-line report by stage: `placed 9/10, created 7/10, running 5/10`, then the gone
+    /// and failed VMs as [`Progress::line`] tells them.
+    pub fn stage_line(&self) -> String {
+        let total = self.vms.len();
+        let mut parts = vec![
+            format!("placed {}/{total}", self.placed),
+            format!("created {}/{total}", self.created),
+            format!("{} {}/{total}", self.done_label(), self.done()),
+        ];
+        self.troubles(&mut parts);
+        parts.join(", ")
+    }
+
+    /// The gone and failed VMs, the first one's name and message, as parts of a line.
+    fn troubles(&self, parts: &mut Vec<String>) {
         let gone: Vec<_> = self.gone().collect();
         if let Some((name, why)) = gone.first() {
             parts.push(format!("{} gone: {name} {why}", gone.len()));
@@ -205,7 +266,6 @@ impl Progress {
                 shortened(message)
             ));
         }
-        parts.join(", ")
     }
 
     /// One line per VM not done, indented: `  web-3: failed: <message>`.

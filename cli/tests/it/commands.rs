@@ -193,6 +193,7 @@ async fn vm_show_names_the_host_and_a_missing_vm_exits_4() {
                 state_since: 0,
                 state_reason: String::new(),
                 facts: None,
+                operator_labels: Default::default(),
             }],
         })
     });

@@ -309,6 +309,7 @@ fn pve1() -> Host {
         state_since: NOW - 60_000,
         state_reason: String::new(),
         facts: None,
+        operator_labels: Default::default(),
     }
 }
 

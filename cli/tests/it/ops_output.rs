@@ -139,6 +139,7 @@ fn host(id: u64, name: &str, state: HostState) -> Host {
         state_since: NOW - DAY,
         state_reason: String::new(),
         facts: None,
+        operator_labels: Default::default(),
     }
 }
 
@@ -456,4 +457,37 @@ fn the_progress_line_counts_done_waiting_and_failed_vms() {
     let done = Progress::of(&goals[..1], &vms);
     assert!(done.is_complete());
     assert_eq!(done.line(), "1/1 running");
+}
+
+#[test]
+fn the_stage_line_counts_placed_created_and_running_vms() {
+    let mut pending = vm("web-1", VmPhase::Pending, 0, &[]);
+    pending.assignment.host = None;
+    let scheduled = vm("web-2", VmPhase::Scheduled, 0, &[]);
+    let mut created = vm("web-3", VmPhase::Provisioning, 1, &[]);
+    created.status.conditions.push(Condition {
+        kind: ConditionKind::Created,
+        status: true,
+        reason: String::new(),
+        message: String::new(),
+        since: NOW,
+    });
+    let running = vm("web-4", VmPhase::Running, 2, &["10.0.0.10"]);
+    let mut failed = vm("web-5", VmPhase::Failed, 1, &[]);
+    failed.status.message = "ensure failed at step clone: template missing".into();
+    let vms = vec![pending, scheduled, created, running, failed];
+    let goals: Vec<WaitGoal> = (1..=5)
+        .map(|i| WaitGoal {
+            name: format!("web-{i}"),
+            generation: 2,
+        })
+        .collect();
+    let progress = Progress::of(&goals, &vms);
+    assert_eq!(
+        progress.stage_line(),
+        "placed 4/5, created 2/5, running 1/5, \
+         1 failed: web-5: ensure failed at step clone: template missing"
+    );
+    let done = Progress::of(&goals[3..4], &vms);
+    assert_eq!(done.stage_line(), "placed 1/1, created 1/1, running 1/1");
 }

@@ -358,6 +358,7 @@ mod tests {
             state_since: 1,
             state_reason: String::new(),
             facts: None,
+            operator_labels: Default::default(),
         };
         assert!(needs_registration(None, "pve-a", &Labels::new(), capacity));
         assert!(!needs_registration(

@@ -167,6 +167,7 @@ impl CoordinatorNode {
             machine: machine.clone(),
             forwarder: Forwarder::new(endpoint.clone(), forward_deadline),
             ca,
+            node_dir: node_dir.clone(),
             metrics: Arc::clone(&metrics),
             control: Arc::new(crate::control::Control::new(control)),
             runs: crate::service::ops::one_shot_runs(),

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use protocol::Role;
+use protocol::admin::FleetApply;
 use protocol::admin::{
     AdminAdd, AdminList, AdminRevoke, AllocateIp, AllocateVmid, ClusterStatus, ClusterStatusReply,
     Events, FleetGet, HostList, MemberList, MemberPromote, MemberRemove, MemberReportVersions,
@@ -14,6 +15,7 @@ use protocol::admin::{
     TokenList, TokenRevoke, VipApply, VipDelete, VipList, VmApply, VmDelete, VmGet, VmList,
     VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
+use protocol::admin::{Doctor, HostLabel, HostRemove, MemberFactsQuery};
 use protocol::admin::{
     HostMaintenance, HostStatus, RebalancePlan, VipMove, VipStatus, VmExplain, VmMigrate,
     VmMigratePlan, VmPower, VmSnapshot,
@@ -66,6 +68,13 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         writes::settings_put_reply,
     );
     write::<VmApply>(router, ctx, writes::vm_apply, writes::vm_apply_reply);
+    custom::<FleetApply, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.fleet_apply(&r).await }
+        })
+        .await
+    });
     write::<VmDelete>(router, ctx, writes::vm_delete, writes::vm_delete_reply);
     write::<AllocateVmid>(
         router,
@@ -205,6 +214,31 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
             async move { ctx.vip_move(&r).await }
         })
         .await
+    });
+    custom::<HostLabel, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.host_label(&r).await }
+        })
+        .await
+    });
+    custom::<HostRemove, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.host_remove(&r).await }
+        })
+        .await
+    });
+    custom::<Doctor, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |_| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.doctor().await }
+        })
+        .await
+    });
+    // Answered by the member that receives it: the leader asks each member directly.
+    custom::<MemberFactsQuery, _, _>(router, ctx, |ctx, _caller, _req| async move {
+        Ok(ctx.member_facts())
     });
     custom::<ClusterStatus, _, _>(router, ctx, |ctx, caller, req| async move {
         ctx.status(&caller, req).await

@@ -216,6 +216,7 @@ impl Ctx {
             acked_results,
             commands,
             leave,
+            leader_clock_ms: Some(Now::read().millis),
         })
     }
 }

@@ -11,7 +11,8 @@ use transport::RemoteError;
 use fleet::state::{CommandReply, StateError};
 
 /// A refusal of the state machine. `Invalid` carries the spec error's own text (field, value,
-/// allowed values).
+/// allowed values); a refused entry of a whole-file apply keeps its refusal's code, its text
+/// naming the entry first.
 pub(crate) fn state_error(e: StateError) -> RemoteError {
     match e {
         StateError::Invalid(spec) => RemoteError::bad_request(spec.to_string()),
@@ -21,6 +22,11 @@ pub(crate) fn state_error(e: StateError) -> RemoteError {
         | StateError::IpsExhausted { .. }) => RemoteError::conflict(e.to_string()),
         StateError::Token(refusal) => RemoteError::unauthorized(refusal.to_string()),
         e @ StateError::AlreadyApplied { .. } => RemoteError::internal(e.to_string()),
+        StateError::Entry { kind, name, error } => {
+            let mut named = state_error(*error);
+            named.message = format!("{kind} {name}: {}", named.message);
+            named
+        }
     }
 }
 
@@ -113,6 +119,14 @@ mod tests {
             state_error(StateError::Token(TokenRefusal::Expired)).code,
             RemoteCode::Unauthorized
         );
+        // An entry of a whole-file apply: its refusal's code, the entry named first.
+        let entry = state_error(StateError::Entry {
+            kind: "vm".into(),
+            name: "web-3".into(),
+            error: Box::new(StateError::Invalid(spec.clone())),
+        });
+        assert_eq!(entry.code, RemoteCode::BadRequest);
+        assert_eq!(entry.message, format!("vm web-3: {spec}"));
     }
 
     #[test]

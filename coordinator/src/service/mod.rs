@@ -18,7 +18,10 @@
 pub(crate) mod admin;
 pub(crate) mod admins;
 pub(crate) mod agent;
+pub(crate) mod doctor;
 pub(crate) mod errors;
+pub(crate) mod fleet_apply;
+pub(crate) mod host_admin;
 pub(crate) mod join;
 pub(crate) mod leaving;
 pub(crate) mod maintenance;
@@ -70,6 +73,8 @@ pub(crate) struct Ctx {
     pub(crate) forwarder: Forwarder,
     /// The cluster CA (coordinators hold its key): issues joining nodes' certificates.
     pub(crate) ca: ClusterCa,
+    /// This member's data directory (its current certificate, for `doctor`).
+    pub(crate) node_dir: bootstrap::NodeDir,
     /// Metrics of this member.
     pub(crate) metrics: Arc<Metrics>,
     /// The leader's control plane (soft state, dispatcher).

@@ -18,6 +18,7 @@ fn host(id: NodeId, state: HostState) -> Host {
         state_since: 0,
         state_reason: String::new(),
         facts: None,
+        operator_labels: Default::default(),
     }
 }
 

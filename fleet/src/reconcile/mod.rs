@@ -16,6 +16,7 @@
 //! same actions every time.
 
 mod action;
+pub mod batch;
 mod delete;
 mod ensure;
 mod inputs;

@@ -1,6 +1,7 @@
 //! The scheduler's account of every host for one VM: its scores, or the filter that excluded
 //! it. `pvefleet vm explain NAME` prints these; a failed placement reports them too.
 
+#[cfg(test)]
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -58,6 +59,8 @@ impl HostVerdict {
 }
 
 /// Explanation order: scored hosts best first, then excluded hosts; ties by name, then id.
+/// (The scheduler builds its verdicts in this order directly; the tests check they are.)
+#[cfg(test)]
 pub(crate) fn rank(a: &HostVerdict, b: &HostVerdict) -> Ordering {
     let by_score = match (a.closeness(), b.closeness()) {
         (Some(x), Some(y)) => y.total_cmp(&x),

@@ -54,46 +54,128 @@ impl Utilization {
     }
 }
 
+/// What placing the VM on each counted host would give: the criteria (utilizations, without
+/// PVE's offset, for people) and the closeness, in input order.
+///
+/// Laid out in columns so that each step is one plain loop over the hosts: the divisions and
+/// square roots, which cost most, then run two at a time. Every value is computed with the
+/// same floating-point operations in the same order as the definitions below say, so the
+/// figures (and the choice) are exact, not approximations of them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scores {
+    /// `rms_cpu`, `max_cpu`, `rms_mem`, `max_mem`, one column each.
+    criteria: [Vec<f64>; N_CRITERIA],
+    /// Closeness times [`SCALE`], rounded: integral, so it orders hosts exactly.
+    scaled: Vec<f64>,
+}
+
+/// Closeness is rounded to 12 places: scores are kept as integers in units of 1e-12.
+const SCALE: f64 = 1e12;
+
+impl Scores {
+    /// The criteria of the host at `index`: `[rms_cpu, max_cpu, rms_mem, max_mem]`.
+    pub(crate) fn row(&self, index: usize) -> [f64; N_CRITERIA] {
+        self.criteria.each_ref().map(|column| column[index])
+    }
+
+    /// The closeness of the host at `index`, in `[0, 1]`.
+    pub(crate) fn closeness(&self, index: usize) -> f64 {
+        self.scaled[index] / SCALE
+    }
+
+    /// The closeness of the host at `index` in units of 1e-12, when it is a whole number
+    /// below 2^40 (always, for closeness in `[0, 1]`): sortable as an integer.
+    pub(crate) fn units(&self, index: usize) -> Option<u64> {
+        let scaled = self.scaled[index];
+        // The bounds also reject NaN.
+        (scaled >= 0.0 && scaled < (1u64 << 40) as f64).then_some(scaled as u64)
+    }
+}
+
+/// Scores every host: its criteria and its closeness, each host's utilization read
+/// with `utilization` (so the caller need not gather them first).
+pub(crate) fn scores<T>(hosts: &[T], utilization: impl Fn(&T) -> Utilization) -> Scores {
+    let criteria = criteria_columns(hosts, utilization);
+    let scaled = scaled_closeness(&criteria);
+    Scores { criteria, scaled }
+}
+
 /// Criteria values for every host: `[rms_cpu, max_cpu, rms_mem, max_mem]` over all hosts with
 /// the VM placed on that one, in input order, without PVE's offset (utilizations, for people;
 /// [`closeness`] adds it).
+#[cfg(test)]
+pub(crate) fn criteria_all(hosts: &[Utilization]) -> Vec<[f64; N_CRITERIA]> {
+    let columns = criteria_columns(hosts, |u| *u);
+    (0..hosts.len())
+        .map(|i| columns.each_ref().map(|column| column[i]))
+        .collect()
+}
+
+/// Closeness to the ideal of each alternative (rows of [`criteria_all`]), in input order, each
+/// in `[0, 1]`.
+#[cfg(test)]
+pub(crate) fn closeness(matrix: &[[f64; N_CRITERIA]]) -> Vec<f64> {
+    let columns: [Vec<f64>; N_CRITERIA] =
+        std::array::from_fn(|c| matrix.iter().map(|row| row[c]).collect());
+    scaled_closeness(&columns)
+        .into_iter()
+        .map(|scaled| scaled / SCALE)
+        .collect()
+}
+
+/// The criteria as columns.
 ///
 /// Linear in the number of hosts: placing the VM on one host changes only that host's
 /// utilization, so each candidate's sums of squares are the common sums with its own term
 /// replaced, and its maxima the larger of its new utilization and the highest of the *other*
 /// hosts (the top two of each column are kept for that).
-pub(crate) fn criteria_all(hosts: &[Utilization]) -> Vec<[f64; N_CRITERIA]> {
-    let base: Vec<(f64, f64)> = hosts
+fn criteria_columns<T>(
+    hosts: &[T],
+    utilization: impl Fn(&T) -> Utilization,
+) -> [Vec<f64>; N_CRITERIA] {
+    let (rms_cpu, max_cpu) = resource(hosts, |h| {
+        let u = utilization(h);
+        (u.cpu_used, u.cpu_added(), u.cpu_total)
+    });
+    let (rms_mem, max_mem) = resource(hosts, |h| {
+        let u = utilization(h);
+        (u.mem_used, u.mem_add, u.mem_total)
+    });
+    [rms_cpu, max_cpu, rms_mem, max_mem]
+}
+
+/// One resource's root mean square and maximum utilization over the hosts, for each host
+/// taking the VM; `load` gives a host's used, added and total amounts of the resource.
+fn resource<T>(hosts: &[T], load: impl Fn(&T) -> (f64, f64, f64)) -> (Vec<f64>, Vec<f64>) {
+    let before: Vec<f64> = hosts
         .iter()
         .map(|h| {
-            (
-                ratio(h.cpu_used, h.cpu_total),
-                ratio(h.mem_used, h.mem_total),
-            )
+            let (used, _, total) = load(h);
+            ratio(used, total)
         })
         .collect();
-    let squares_cpu: f64 = base.iter().map(|b| b.0 * b.0).sum();
-    let squares_mem: f64 = base.iter().map(|b| b.1 * b.1).sum();
-    let top_cpu = TopTwo::of(base.iter().map(|b| b.0));
-    let top_mem = TopTwo::of(base.iter().map(|b| b.1));
+    // Utilizations with the VM placed, kept where the maxima go.
+    let mut max: Vec<f64> = hosts
+        .iter()
+        .map(|h| {
+            let (used, added, total) = load(h);
+            ratio(used + added, total)
+        })
+        .collect();
+    // Summed in host order, one term after the other: the order fixes the last bits.
+    let squares = before.iter().fold(-0.0, |sum, b| sum + b * b);
+    let top = TopTwo::of(before.iter().copied());
     let n = hosts.len().max(1) as f64;
     // Rounding can leave a tiny negative sum when one huge term is swapped out.
-    let rms = |squares: f64| (squares.max(0.0) / n).sqrt();
-    hosts
+    let rms = before
         .iter()
-        .zip(&base)
-        .enumerate()
-        .map(|(i, (h, &(cpu0, mem0)))| {
-            let cpu = ratio(h.cpu_used + h.cpu_added(), h.cpu_total);
-            let mem = ratio(h.mem_used + h.mem_add, h.mem_total);
-            [
-                rms(squares_cpu - cpu0 * cpu0 + cpu * cpu),
-                top_cpu.max_without(i).max(cpu),
-                rms(squares_mem - mem0 * mem0 + mem * mem),
-                top_mem.max_without(i).max(mem),
-            ]
-        })
-        .collect()
+        .zip(&max)
+        .map(|(&b, &a)| ((squares - b * b + a * a).max(0.0) / n).sqrt())
+        .collect();
+    for (i, m) in max.iter_mut().enumerate() {
+        *m = top.max_without(i).max(*m);
+    }
+    (rms, max)
 }
 
 /// The two highest values of a column with the index of the highest.
@@ -137,43 +219,66 @@ fn ratio(used: f64, total: f64) -> f64 {
     if total > 0.0 { used / total } else { used }
 }
 
-/// Closeness to the ideal of each alternative (rows of [`criteria_all`]), in input order, each
-/// in `[0, 1]`.
-pub(crate) fn closeness(matrix: &[[f64; N_CRITERIA]]) -> Vec<f64> {
+/// Closeness to the ideal of each alternative (columns of criteria), in input order, times
+/// [`SCALE`] and rounded.
+///
+/// One criterion at a time: its column is normalized, its best and worst values found, and
+/// each host's weighted squared distances to them added to the host's running sums (in
+/// criterion order, as the distance's definition sums them).
+fn scaled_closeness(criteria: &[Vec<f64>; N_CRITERIA]) -> Vec<f64> {
     let weight_sum: f64 = WEIGHTS.iter().sum();
-    let mut normalized: Vec<[f64; N_CRITERIA]> = matrix
-        .iter()
-        .map(|row| row.map(|value| OFFSET + value))
-        .collect();
-    let matrix = normalized.clone();
-    let mut best = [0.0; N_CRITERIA];
-    let mut worst = [0.0; N_CRITERIA];
-    for c in 0..N_CRITERIA {
-        let norm = matrix.iter().map(|row| row[c] * row[c]).sum::<f64>().sqrt();
-        if norm > 0.0 {
-            normalized.iter_mut().for_each(|row| row[c] /= norm);
+    let n = criteria[0].len();
+    let mut normalized = vec![0.0; n];
+    let mut to_best = vec![0.0; n];
+    let mut to_worst = vec![0.0; n];
+    for (c, column) in criteria.iter().enumerate() {
+        // Summed in host order, one term after the other.
+        let squares = column.iter().fold(-0.0, |sum, value| {
+            let x = OFFSET + value;
+            sum + x * x
+        });
+        let norm = squares.sqrt();
+        for (out, value) in normalized.iter_mut().zip(column) {
+            let x = OFFSET + value;
+            *out = if norm > 0.0 { x / norm } else { x };
         }
-        let column = normalized.iter().map(|row| row[c]);
-        best[c] = column.clone().fold(f64::INFINITY, f64::min);
-        worst[c] = column.fold(f64::NEG_INFINITY, f64::max);
+        let best = normalized.iter().copied().fold(f64::INFINITY, f64::min);
+        let worst = normalized.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let weight = WEIGHTS[c] / weight_sum;
+        let term = |x: f64, target: f64| {
+            let d = weight * (x - target);
+            d * d
+        };
+        for ((x, b), w) in normalized.iter().zip(&mut to_best).zip(&mut to_worst) {
+            // The first term starts the sums (a sum from -0.0 would give the same).
+            if c == 0 {
+                (*b, *w) = (term(*x, best), term(*x, worst));
+            } else {
+                (*b, *w) = (*b + term(*x, best), *w + term(*x, worst));
+            }
+        }
     }
-    normalized
-        .iter()
-        .map(|row| {
-            let distance = |target: &[f64; N_CRITERIA]| {
-                (0..N_CRITERIA)
-                    .map(|c| (WEIGHTS[c] / weight_sum * (row[c] - target[c])).powi(2))
-                    .sum::<f64>()
-                    .sqrt()
-            };
-            let (to_best, to_worst) = (distance(&best), distance(&worst));
-            let total = to_best + to_worst;
-            let score = if total > 0.0 { to_worst / total } else { 0.0 };
-            // Equal hosts may differ in the last bits (sums in another order): to 12 places they
-            // tie, and the tie is broken by name, the same for every order of input.
-            (score * 1e12).round() / 1e12
-        })
-        .collect()
+    for (b, w) in to_best.iter().zip(&mut to_worst) {
+        let (b, w0) = (b.sqrt(), w.sqrt());
+        let total = b + w0;
+        let score = if total > 0.0 { w0 / total } else { 0.0 };
+        // Equal hosts may differ in the last bits (sums in another order): to 12 places they
+        // tie, and the tie is broken by name, the same for every order of input.
+        *w = round(score * SCALE);
+    }
+    to_worst
+}
+
+/// `x.round()` (half away from zero), without a call into libm for the values closeness
+/// takes (`0 <= x < 2^52`, where `x - trunc(x)` is exact).
+fn round(x: f64) -> f64 {
+    if (0.0..4_503_599_627_370_496.0).contains(&x) {
+        let whole = x as u64;
+        let up = x - whole as f64 >= 0.5;
+        (whole + u64::from(up)) as f64
+    } else {
+        x.round()
+    }
 }
 
 #[cfg(test)]

@@ -123,6 +123,15 @@ impl FleetState {
                 now,
                 command,
             } => self.once(request, seq, now, *command),
+            Command::ApplyFleet { request, now } => self.apply_fleet(*request, now),
+            Command::Batch { chains } => self.batch(chains),
+            Command::SetHostLabels {
+                id,
+                set,
+                unset,
+                now,
+            } => self.set_host_labels(id, set, &unset, now),
+            Command::RemoveHost { id, now } => self.remove_host(id, now),
             Command::EndMigration {
                 name,
                 node,

@@ -15,7 +15,9 @@
 //!   `Command::PutVip` keeps the v1 layout of a VIP (`VipSpecV1`) at every version;
 //!   `Command::ApplyVip` (v2) carries the fields v2 added. Likewise `Command::PutVm` keeps the
 //!   v1 layout of a VM spec (`VmSpecV1`, `ha` a bool) and `Command::ApplyVm` (v2) carries PVE
-//!   HA's settings.
+//!   HA's settings. `Command::ApplyFleet` (a whole fleet file, all or nothing) and
+//!   `Command::Batch` (the reconciler's steps of many VMs in one entry) are v2 only; a batch
+//!   holding a command of a later version needs that version.
 
 use protocol::encoding::{self, EncodingError};
 use protocol::version::{self, Version, VersionRange};

@@ -8,7 +8,7 @@
 
 use std::net::IpAddr;
 
-use protocol::admin::ApplyOutcome;
+use protocol::admin::{ApplyOutcome, FleetApply, FleetApplyReply};
 use protocol::agent::LeaveKind;
 use protocol::fleet::{
     Capacity, EventKind, EventLevel, HostFacts, HostState, Member, MigrationPurpose, NicAddress,
@@ -19,8 +19,8 @@ use protocol::spec::{
     VmidRangeSpec,
 };
 use protocol::version::{
-    ADMINS, HA_DEFAULTS, HA_SETTINGS, HOST_LIVENESS, LEAVING, MIGRATION, OLDEST, RECOVERY,
-    REQUESTS, VIP_HOLDING, Version, VersionRange,
+    ADMINS, BATCHES, HA_DEFAULTS, HA_SETTINGS, HOST_ADMIN, HOST_LIVENESS, LEAVING, MIGRATION,
+    OLDEST, RECOVERY, REQUESTS, VIP_HOLDING, Version, VersionRange,
 };
 use protocol::{NodeId, RequestId};
 use serde::{Deserialize, Serialize};
@@ -531,6 +531,43 @@ pub enum Command {
         /// The write.
         command: Box<Command>,
     },
+    /// A whole fleet file as one write (v2, `admin.fleet_apply`): pools, ranges, VIPs, the
+    /// settings, the groups' surplus members deleted, then the VMs, in that order, each as its
+    /// own command would be; any refusal refuses the whole and changes nothing, naming the
+    /// entry.
+    ApplyFleet {
+        /// The entries (boxed: they dwarf every other command).
+        request: Box<FleetApply>,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Independent chains of commands in one log entry (v2: the reconciler's steps for many
+    /// VMs at once). Each chain is applied in order until one of its commands is refused; the
+    /// other chains go on. Neither a chain nor a command is atomic with another.
+    Batch {
+        /// The chains, each one VM's steps.
+        chains: Vec<Vec<Command>>,
+    },
+    /// Sets and removes operators' labels of host `id` (v2, `pvefleet host label|unlabel`):
+    /// `set` first, then `unset`; a key of the agent's own labels cannot be unset here.
+    SetHostLabels {
+        /// The host.
+        id: NodeId,
+        /// Labels to set (replacing a value of the same key).
+        set: Labels,
+        /// Keys to remove.
+        unset: Vec<String>,
+        /// Proposal time.
+        now: UnixMillis,
+    },
+    /// Decommissions host `id` (v2, `pvefleet host remove`): refused while a VM is placed on
+    /// it or it owns or stands by for a VIP; then its id and certificate are refused for good.
+    RemoveHost {
+        /// The host.
+        id: NodeId,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
@@ -626,6 +663,13 @@ impl Command {
             | Command::EndLeaving { .. } => LEAVING,
             // What it wraps may be newer still.
             Command::Once { command, .. } => command.since().max(REQUESTS),
+            Command::ApplyFleet { .. } => BATCHES,
+            Command::Batch { chains } => chains
+                .iter()
+                .flatten()
+                .map(Command::since)
+                .fold(BATCHES, Version::max),
+            Command::SetHostLabels { .. } | Command::RemoveHost { .. } => HOST_ADMIN,
         }
     }
 
@@ -685,6 +729,10 @@ impl Command {
             Command::HostReturned { .. } => "HostReturned",
             Command::EndLeaving { .. } => "EndLeaving",
             Command::Once { .. } => "Once",
+            Command::ApplyFleet { .. } => "ApplyFleet",
+            Command::Batch { .. } => "Batch",
+            Command::SetHostLabels { .. } => "SetHostLabels",
+            Command::RemoveHost { .. } => "RemoveHost",
         }
     }
 }
@@ -753,6 +801,11 @@ pub enum CommandReply {
         /// The record (with its id).
         record: protocol::fleet::AdminRecord,
     },
+    /// A fleet file was applied whole ([`Command::ApplyFleet`]).
+    FleetApplied(FleetApplyReply),
+    /// The replies of a [`Command::Batch`], one list per chain: the replies of the commands
+    /// applied, the last one a refusal when the chain stopped there.
+    Batch(Vec<Vec<CommandReply>>),
 }
 
 impl CommandReply {
@@ -821,6 +874,26 @@ pub enum StateError {
         /// The last index applied.
         last_applied: u64,
     },
+    /// One entry of a [`Command::ApplyFleet`] was refused, so none was applied.
+    #[error("{kind} {name}: {error}")]
+    Entry {
+        /// `pool`, `vmid_range`, `vip`, `settings`, `vm_group` or `vm`.
+        kind: String,
+        /// The entry's name.
+        name: String,
+        /// Why it was refused.
+        error: Box<StateError>,
+    },
+}
+
+impl StateError {
+    /// The refusal itself, past the entry [`StateError::Entry`] names.
+    pub fn innermost(&self) -> &StateError {
+        match self {
+            StateError::Entry { error, .. } => error.innermost(),
+            other => other,
+        }
+    }
 }
 
 impl From<SpecError> for StateError {

@@ -5,8 +5,8 @@
 use protocol::NodeId;
 use protocol::admin::ApplyOutcome;
 use protocol::fleet::{
-    Capacity, EventKind, EventLevel, Host, HostFacts, HostState, Member, Settings, UnixMillis,
-    validate_host, validate_member_addr, validate_settings,
+    Capacity, EventKind, EventLevel, Host, HostFacts, HostState, Member, PVE_CLUSTER_LABEL,
+    Settings, UnixMillis, validate_host, validate_member_addr, validate_settings,
 };
 use protocol::spec::{Labels, SpecError};
 
@@ -78,6 +78,7 @@ impl FleetState {
                         state_since: now,
                         state_reason: String::new(),
                         facts: None,
+                        operator_labels: Default::default(),
                     },
                 );
                 "registered".to_string()
@@ -109,15 +110,11 @@ impl FleetState {
         Ok(CommandReply::Done)
     }
 
-    pub(super) fn set_host_state(
-        &mut self,
-        id: NodeId,
-        state: HostState,
-        now: UnixMillis,
-    ) -> Result<CommandReply, StateError> {
+    /// Host `id`, known and not removed.
+    fn live_host(&self, id: NodeId) -> Result<&Host, StateError> {
         let host = self
             .hosts
-            .get_mut(&id)
+            .get(&id)
             .ok_or_else(|| not_found(EventKind::Host, id.to_string()))?;
         if host.state == HostState::Removed {
             return Err(StateError::Conflict(format!(
@@ -125,6 +122,16 @@ impl FleetState {
                 host.name
             )));
         }
+        Ok(host)
+    }
+
+    pub(super) fn set_host_state(
+        &mut self,
+        id: NodeId,
+        state: HostState,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        let host = self.live_host(id)?;
         if host.state == state {
             return Ok(CommandReply::Done);
         }
@@ -227,6 +234,117 @@ impl FleetState {
             }
         }
         self.move_host(id, to, reason.to_string(), now);
+        Ok(CommandReply::Done)
+    }
+
+    /// [`Command::SetHostLabels`](super::Command::SetHostLabels).
+    pub(super) fn set_host_labels(
+        &mut self,
+        id: NodeId,
+        set: Labels,
+        unset: &[String],
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        let host = self.live_host(id)?;
+        validate_host(&host.name, &set)?;
+        for key in set.keys().chain(unset) {
+            if key == PVE_CLUSTER_LABEL {
+                return Err(SpecError::text(
+                    "labels",
+                    key,
+                    "a label the agent sets from its PVE cluster: it cannot be set or removed by                      hand",
+                )
+                .into());
+            }
+        }
+        for key in unset {
+            if !host.operator_labels.contains_key(key) && host.labels.contains_key(key) {
+                return Err(StateError::Conflict(format!(
+                    "label {key} of host {} comes from its agent's configuration ([labels] in                      /etc/pvefleet/agent.toml on the host): change it there",
+                    host.name
+                )));
+            }
+        }
+        let mut labels = host.operator_labels.clone();
+        labels.extend(set);
+        for key in unset {
+            labels.remove(key);
+        }
+        if labels == host.operator_labels {
+            return Ok(CommandReply::Done);
+        }
+        let name = host.name.clone();
+        let shown: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if let Some(h) = self.hosts.get_mut(&id) {
+            h.operator_labels = labels;
+        }
+        self.info(
+            now,
+            EventKind::Host,
+            format!("{name} ({id})"),
+            format!(
+                "operator labels now {}",
+                if shown.is_empty() {
+                    "none".to_string()
+                } else {
+                    shown.join(", ")
+                }
+            ),
+        );
+        Ok(CommandReply::Done)
+    }
+
+    /// [`Command::RemoveHost`](super::Command::RemoveHost).
+    pub(super) fn remove_host(
+        &mut self,
+        id: NodeId,
+        now: UnixMillis,
+    ) -> Result<CommandReply, StateError> {
+        let host = self
+            .hosts
+            .get(&id)
+            .ok_or_else(|| not_found(EventKind::Host, id.to_string()))?;
+        if host.state == HostState::Removed {
+            return Ok(CommandReply::Done);
+        }
+        let name = host.name.clone();
+        let guests: Vec<&String> = self
+            .vms
+            .iter()
+            .filter(|(_, r)| r.assignment.host == Some(id))
+            .map(|(n, _)| n)
+            .collect();
+        if !guests.is_empty() {
+            let shown: Vec<&str> = guests.iter().take(5).map(|n| n.as_str()).collect();
+            return Err(StateError::Conflict(format!(
+                "host {name} still has {} VM(s) placed on it ({}{}): drain it first (pvefleet                  host maintenance enable {name} --wait), or delete those VMs",
+                guests.len(),
+                shown.join(", "),
+                if guests.len() > shown.len() {
+                    ", ..."
+                } else {
+                    ""
+                }
+            )));
+        }
+        let vips: Vec<&str> = self
+            .vips
+            .values()
+            .filter(|v| v.owner == Some(id) || v.standby == Some(id))
+            .map(|v| v.spec.name.as_str())
+            .collect();
+        if !vips.is_empty() {
+            return Err(StateError::Conflict(format!(
+                "host {name} owns or stands by for VIP(s) {}: drain it first (pvefleet host                  maintenance enable {name} --wait hands them over)",
+                vips.join(", ")
+            )));
+        }
+        self.move_host(
+            id,
+            HostState::Removed,
+            "decommissioned: its id and certificate are refused from now on".to_string(),
+            now,
+        );
         Ok(CommandReply::Done)
     }
 

@@ -377,12 +377,22 @@ fn lowest_free(
         start: b.start,
         end: b.end,
     };
+    // The allocated and planned addresses walked in order beside the candidate (both sets are
+    // sorted): one pass, not a lookup per candidate, which made n allocations cost n² lookups.
+    let mut allocated = pool
+        .allocations
+        .range(b.start..)
+        .map(|(a, _)| *a)
+        .peekable();
+    let mut planned = taken.range(b.start..).copied().peekable();
     let mut candidate = b.start;
     // Each step skips one taken address, so this ends within allocations + taken + 2 steps.
     loop {
-        let free = !pool.allocations.contains_key(&candidate)
+        while allocated.next_if(|a| *a < candidate).is_some() {}
+        while planned.next_if(|a| *a < candidate).is_some() {}
+        let free = allocated.peek() != Some(&candidate)
             && Some(candidate) != b.gateway
-            && !taken.contains(&candidate);
+            && planned.peek() != Some(&candidate);
         if free {
             return Ok(candidate);
         }

@@ -14,10 +14,12 @@
 mod admins;
 mod apply;
 mod audit;
+mod batch;
 mod cluster_versions;
 mod codec;
 mod command;
 mod events;
+mod fleet_apply;
 mod hosts;
 mod ips;
 mod leaving;

@@ -180,13 +180,23 @@ fn applied(outcome: ApplyOutcome) -> CommandReply {
 fn lowest_free(range: &VmidRange, avoid: &[u32]) -> Result<u32, StateError> {
     let avoid: BTreeSet<u32> = avoid.iter().copied().collect();
     let (start, end) = (range.spec.start, range.spec.end);
+    // The taken VMIDs walked in order beside the candidate (both sets are sorted): one pass,
+    // not a lookup per candidate, which made allocating n VMIDs cost n² lookups.
+    let mut allocated = range.allocations.range(start..).map(|(v, _)| *v).peekable();
+    let mut avoided = avoid.range(start..).copied().peekable();
     let mut candidate = start;
     // Each step skips one taken VMID, so this ends within allocations + avoid + 1 steps.
     while candidate <= end {
-        if !range.allocations.contains_key(&candidate) && !avoid.contains(&candidate) {
+        while allocated.next_if(|v| *v < candidate).is_some() {}
+        while avoided.next_if(|v| *v < candidate).is_some() {}
+        let taken = allocated.peek() == Some(&candidate) || avoided.peek() == Some(&candidate);
+        if !taken {
             return Ok(candidate);
         }
-        candidate += 1;
+        let Some(next) = candidate.checked_add(1) else {
+            break;
+        };
+        candidate = next;
     }
     Err(StateError::VmidsExhausted {
         range: range.spec.name.clone(),

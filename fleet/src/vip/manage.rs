@@ -135,7 +135,7 @@ pub fn standings(
         .hosts()
         .values()
         .filter_map(|h| {
-            let priority = vip.spec.admits(&h.name, &h.labels)?;
+            let priority = vip.spec.admits(&h.name, &h.effective_labels())?;
             let ready_since = seen.ready_since.get(&(h.id, name.clone())).copied();
             let why_not = if h.state != HostState::Online {
                 Some(format!("host is {}", h.state))

@@ -25,6 +25,9 @@ use tokio_util::sync::CancellationToken;
 
 const BIN: &str = "pvefleet-agent";
 
+/// The async runtime's worker threads for `run` and `join`.
+const AGENT_WORKERS: usize = 2;
+
 /// The man page's FILES, ENVIRONMENT and SEE ALSO.
 const MAN: ManExtras = ManExtras {
     files: &[
@@ -291,11 +294,15 @@ fn main() -> ExitCode {
     // Before anything builds a TLS configuration: ring only, never a second provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     daemon::logging::init(job.log());
-    // The guard is one small loop: one thread is all it needs.
+    // The guard is one small loop: one thread is all it needs. The agent idles almost always:
+    // two workers, whatever the host's core count (tokio's default is one per core), so one
+    // keeps the heartbeats going while the other waits on a disk write.
     let mut builder = if matches!(job, Job::FenceGuard(_)) {
         tokio::runtime::Builder::new_current_thread()
     } else {
-        tokio::runtime::Builder::new_multi_thread()
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(AGENT_WORKERS);
+        builder
     };
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,

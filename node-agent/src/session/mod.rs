@@ -28,8 +28,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::NodeId;
-use protocol::agent::{Heartbeat, HeartbeatAck, Inventory, LeaveAnswer, LeaveKind};
+use protocol::agent::{ClockOffset, Heartbeat, HeartbeatAck, Inventory, LeaveAnswer, LeaveKind};
 use protocol::spec::Labels;
+use protocol::time::Now;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -41,6 +42,7 @@ pub use renew::{CertRenewal, RENEW_CHECK, RenewError};
 pub use runner::{CommandRunner, MAX_CONCURRENT};
 pub use targets::{Backoff, Target, Targets};
 
+use crate::clock_watch::ClockWatch;
 use crate::inventory::{InventoryFeed, SentInventory, worth_sending};
 use crate::leave_probe::LeaveProbe;
 pub(crate) use link::resolve;
@@ -116,6 +118,7 @@ pub struct Session<R> {
     inventory: InventoryFeed,
     status: watch::Sender<SessionStatus>,
     leave: CancellationToken,
+    clock: ClockWatch,
 }
 
 impl<R> std::fmt::Debug for Session<R> {
@@ -142,7 +145,14 @@ impl<R: CommandRunner> Session<R> {
             inventory,
             status: watch::Sender::new(SessionStatus::default()),
             leave: CancellationToken::new(),
+            clock: ClockWatch::new(),
         }
+    }
+
+    /// Records each acknowledged beat's clock measurement in `clock` (a diagnosis reads it).
+    pub fn with_clock(mut self, clock: ClockWatch) -> Session<R> {
+        self.clock = clock;
+        self
     }
 
     /// The token that makes the session leave: it tells the leader why the agent stops
@@ -184,6 +194,7 @@ impl<R: CommandRunner> Session<R> {
             status: self.status,
             leaving: None,
             leave_answer: None,
+            clock: self.clock,
             cfg: self.cfg,
         };
         loop {
@@ -252,6 +263,8 @@ struct Beater<R> {
     leaving: Option<LeaveKind>,
     /// The leader's answer on the last ack, taken by [`Beater::leave`].
     leave_answer: Option<LeaveAnswer>,
+    /// Where each ack's clock measurement goes.
+    clock: ClockWatch,
 }
 
 impl<R: CommandRunner> Beater<R> {
@@ -316,8 +329,15 @@ impl<R: CommandRunner> Beater<R> {
         };
         let sent_at = Instant::now();
         self.last_sent = Some(sent_at);
+        let sent_wall = Now::read().millis;
         match self.link.beat(&hb, self.cfg.beat_deadline()).await {
-            Ok((target, ack)) => self.acked(&target, ack, sent_at, inventory),
+            Ok((target, ack)) => {
+                if let Some(leader_ms) = ack.leader_clock_ms {
+                    let offset = ClockOffset::measure(sent_wall, leader_ms, Now::read().millis);
+                    self.clock.record(offset);
+                }
+                self.acked(&target, ack, sent_at, inventory);
+            }
             Err(miss) => self.missed(miss),
         }
         self.publish();

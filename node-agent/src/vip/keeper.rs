@@ -6,7 +6,7 @@
 //! once (address removed, then [`VipRelease`] to every member), as is everything at shutdown.
 //!
 //! ```text
-//!  tick (100 ms; 20 ms while a grant waits for its majority)
+//!  tick (100 ms; 20 ms while a grant waits for its majority; 1 s while no VIP admits the host)
 //!    ─▶ VipRenew{claims, reports} stamped with its send time ─▶ one task per member ─▶ call
 //!  reply from member i ─▶ candidacies (highest epoch per VIP wins) ─▶ grants: new ─▶ Holding
 //!                                                                     moved away ─▶ let go
@@ -47,6 +47,11 @@ pub struct KeeperConfig {
     /// How often while a grant waits for its majority (a take-over is not delayed by the
     /// renewal interval).
     pub acquire_every: Duration,
+    /// How often while no member names this host a candidate for any VIP and it holds none:
+    /// the renewals then only ask whether a VIP admits the host now. Only a new candidacy (a
+    /// VIP created, a label changed) is noticed up to this much later: a take-over is not,
+    /// since every host a VIP's spec admits is its candidate and renews at `renew_every`.
+    pub idle_every: Duration,
     /// The lease a member's vouch gives, counted from the send time.
     pub lease_ms: u64,
     /// How long a dead member is left alone after a failed dial.
@@ -61,6 +66,7 @@ impl KeeperConfig {
     pub const DEFAULT: KeeperConfig = KeeperConfig {
         renew_every: Duration::from_millis(100),
         acquire_every: Duration::from_millis(20),
+        idle_every: Duration::from_secs(1),
         lease_ms: 400,
         redial_after: Duration::from_millis(500),
         handover_wait: Duration::from_secs(1),
@@ -209,12 +215,7 @@ impl<H: Holder> Keeper<H> {
                 () = tokio::time::sleep_until(next_renewal) => {
                     let body = self.renewal(&state, &mut checks).await;
                     send.send_replace(Some((clock(), Arc::new(body))));
-                    let every = if state.waiting() || state.leaving {
-                        self.cfg.acquire_every
-                    } else {
-                        self.cfg.renew_every
-                    };
-                    next_renewal = tokio::time::Instant::now() + every;
+                    next_renewal = tokio::time::Instant::now() + state.renew_every(&self.cfg);
                 }
                 answer = answers.recv() => {
                     let Some(answer) = answer else { break };
@@ -231,6 +232,9 @@ impl<H: Holder> Keeper<H> {
                     state.count_members(targets.len());
                     let gone = state.answer(answer);
                     self.let_go(gone, &connections).await;
+                    // A candidacy heard while idle: renew at the pace it needs from now on.
+                    next_renewal = next_renewal
+                        .min(tokio::time::Instant::now() + state.renew_every(&self.cfg));
                 }
                 () = sleep_until_opt(lease_end) => {}
             }
@@ -391,6 +395,19 @@ impl KeeperState {
         self.grants
             .values()
             .any(|g| !g.standby && !g.holding.is_held())
+    }
+
+    /// How long until the next renewal: `acquire_every` while a grant waits for its majority
+    /// or the agent hands over, `idle_every` while no member names the host a candidate and
+    /// it holds nothing, `renew_every` otherwise.
+    fn renew_every(&self, cfg: &KeeperConfig) -> Duration {
+        if self.waiting() || self.leaving {
+            cfg.acquire_every
+        } else if self.grants.is_empty() && self.per_member.iter().all(Vec::is_empty) {
+            cfg.idle_every
+        } else {
+            cfg.renew_every
+        }
     }
 
     /// The earliest lease end of a held grant.
@@ -668,6 +685,33 @@ mod tests {
                 members: Vec::new(),
             },
         }
+    }
+
+    #[test]
+    fn renewals_slow_down_only_while_no_vip_admits_the_host() {
+        let cfg = KeeperConfig::DEFAULT;
+        let mut s = state(false);
+        assert_eq!(
+            s.renew_every(&cfg),
+            cfg.idle_every,
+            "nothing to hold or claim"
+        );
+        // A candidacy owned by another host: this one may be its next owner.
+        let elsewhere = VipCandidacy {
+            owner: Some(HOST + 1),
+            ..granted("web")
+        };
+        s.answer(answer(vec![elsewhere]));
+        assert!(s.grants.is_empty());
+        assert_eq!(s.renew_every(&cfg), cfg.renew_every);
+        // Granted here, waiting for its majority.
+        s.answer(answer(vec![granted("web")]));
+        assert_eq!(s.renew_every(&cfg), cfg.acquire_every);
+        // Gone from the answers: idle again.
+        s.answer(answer(Vec::new()));
+        assert_eq!(s.renew_every(&cfg), cfg.idle_every);
+        s.leaving = true;
+        assert_eq!(s.renew_every(&cfg), cfg.acquire_every);
     }
 
     #[test]

@@ -166,6 +166,7 @@ impl Coordinator {
                     acked_results: Vec::new(),
                     commands: Vec::new(),
                     leave: None,
+                    leader_clock_ms: None,
                 })
             }
         });

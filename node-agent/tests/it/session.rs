@@ -117,6 +117,7 @@ impl Script {
             acked_results: acked,
             commands,
             leave: None,
+            leader_clock_ms: None,
         })
     }
 }

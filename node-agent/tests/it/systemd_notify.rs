@@ -126,6 +126,7 @@ impl Coordinator {
                     acked_results: Vec::new(),
                     commands: Vec::new(),
                     leave,
+                    leader_clock_ms: None,
                 })
             }
         });

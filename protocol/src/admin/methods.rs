@@ -2,6 +2,7 @@
 //! request of the admin API, while those requests use the shared replies and read modes of
 //! `admin.rs`.
 
+use super::FleetApply;
 use super::{
     AdminAdd, AdminList, AdminRevoke, AllocateIp, AllocateVmid, ClusterStatus, Events, FleetGet,
     HostList, HostMaintenance, HostStatus, MemberList, MemberPromote, MemberRemove,
@@ -10,11 +11,16 @@ use super::{
     VipStatus, VmApply, VmDelete, VmExplain, VmGet, VmList, VmMigrate, VmMigratePlan, VmPower,
     VmSnapshot, VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
+use super::{Doctor, HostLabel, HostRemove, MemberFactsQuery};
 use crate::Rpc;
 
 /// Every admin method name, for uniqueness checks and routing tables.
 pub const METHODS: &[&str] = &[
     <ClusterStatus as Rpc>::METHOD,
+    <Doctor as Rpc>::METHOD,
+    <HostLabel as Rpc>::METHOD,
+    <HostRemove as Rpc>::METHOD,
+    <MemberFactsQuery as Rpc>::METHOD,
     <AdminList as Rpc>::METHOD,
     <AdminAdd as Rpc>::METHOD,
     <AdminRevoke as Rpc>::METHOD,
@@ -56,4 +62,5 @@ pub const METHODS: &[&str] = &[
     <VmMigratePlan as Rpc>::METHOD,
     <HostMaintenance as Rpc>::METHOD,
     <RebalancePlan as Rpc>::METHOD,
+    <FleetApply as Rpc>::METHOD,
 ];

@@ -11,6 +11,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::RemoteEndpoint;
+use super::diagnosis::{DIAGNOSIS_SCOPE, DiagnoseOp, HostDiagnosis};
 use super::remote_move::{CloseTargetOp, OpenTargetOp, RemoteMigrateOp};
 use crate::fleet::{NicAddress, TakeOver};
 use crate::spec::VmSpec;
@@ -49,6 +50,8 @@ pub enum Op {
     /// Remove the VM from this host because the fleet rebuilds it on another one (a
     /// `recovery = recreate` VM's move; v2): what [`Op::Delete`] does, answered to the move.
     Vacate(DeleteVm),
+    /// Report the host's facts for `pvefleet doctor` (v2; read-only, not journaled).
+    Diagnose(DiagnoseOp),
 }
 
 impl Op {
@@ -64,6 +67,7 @@ impl Op {
             Op::RemoteMigrate(_) => "remote-migrate",
             Op::CloseMigrationTarget(_) => "close-target",
             Op::Vacate(_) => "vacate",
+            Op::Diagnose(_) => "diagnose",
         }
     }
 
@@ -79,16 +83,18 @@ impl Op {
             Op::RemoteMigrate(m) => &m.name,
             Op::CloseMigrationTarget(c) => &c.name,
             Op::Vacate(d) => &d.name,
+            Op::Diagnose(_) => DIAGNOSIS_SCOPE,
         }
     }
 
     /// Whether the agent runs it outside its command journal: minting and deleting a
-    /// migration token. Running one twice is harmless (the token of a VMID is replaced, or
-    /// already gone), and the journal would otherwise keep a token's secret on disk.
+    /// migration token, and a diagnosis. Running one twice is harmless (the token of a VMID is
+    /// replaced, or already gone; a diagnosis only reads), and the journal would otherwise
+    /// keep a token's secret on disk.
     pub fn is_unjournaled(&self) -> bool {
         matches!(
             self,
-            Op::OpenMigrationTarget(_) | Op::CloseMigrationTarget(_)
+            Op::OpenMigrationTarget(_) | Op::CloseMigrationTarget(_) | Op::Diagnose(_)
         )
     }
 }
@@ -257,6 +263,8 @@ pub enum CommandOutput {
         /// It runs here.
         running: bool,
     },
+    /// The host's facts, for `pvefleet doctor` (v2).
+    Diagnosis(Box<HostDiagnosis>),
 }
 
 /// A fleet VM as an agent found it after acting on it.

@@ -107,7 +107,8 @@ impl AgentCommandV1 {
             | Op::OpenMigrationTarget(_)
             | Op::RemoteMigrate(_)
             | Op::CloseMigrationTarget(_)
-            | Op::Vacate(_) => return None,
+            | Op::Vacate(_)
+            | Op::Diagnose(_) => return None,
         };
         Some(AgentCommandV1 {
             id: cmd.id.clone(),

@@ -106,6 +106,10 @@ pub struct HeartbeatAck {
     pub commands: Vec<AgentCommand>,
     /// The answer to a beat that said the agent is leaving (v2).
     pub leave: Option<LeaveAnswer>,
+    /// The leader's wall clock when it answered, in unix ms (v2): the agent measures its own
+    /// clock's offset from the round trip (`pvefleet doctor` reports it). Never used for
+    /// leases, which run on monotonic clocks.
+    pub leader_clock_ms: Option<u64>,
 }
 
 /// [`HeartbeatAck`] as encoding v1 lays it out: its commands in the v1 layout (an ensure's
@@ -154,6 +158,7 @@ impl From<HeartbeatAckV1> for HeartbeatAck {
             acked_results: v1.acked_results,
             commands: v1.commands.into_iter().map(AgentCommand::from).collect(),
             leave: None,
+            leader_clock_ms: None,
         }
     }
 }

@@ -50,7 +50,8 @@ pub struct Host {
     pub id: NodeId,
     /// The PVE node name (unique among hosts not removed).
     pub name: String,
-    /// Labels placement constraints match against.
+    /// Labels from the agent's configuration (`[labels]` in agent.toml, and the PVE cluster's
+    /// name); placement matches [`Host::effective_labels`].
     pub labels: Labels,
     /// What the host offers to guests.
     pub capacity: Capacity,
@@ -66,6 +67,22 @@ pub struct Host {
     /// What the host's agent last reported about its PVE node (storages, bridges, templates);
     /// `None` until its first inventory.
     pub facts: Option<HostFacts>,
+    /// Labels set by operators (`pvefleet host label`, encoding v2): they win over the
+    /// agent's on the same key.
+    pub operator_labels: Labels,
+}
+
+impl Host {
+    /// What placement, VIPs and rules match: the agent's labels with the operators' on top.
+    pub fn effective_labels(&self) -> Labels {
+        let mut labels = self.labels.clone();
+        labels.extend(
+            self.operator_labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        labels
+    }
 }
 
 /// The slow-changing part of a host's inventory, replicated so a new leader can schedule at

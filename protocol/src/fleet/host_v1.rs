@@ -41,23 +41,26 @@ impl From<HostV1> for Host {
             state_since: v1.state_since,
             state_reason: String::new(),
             facts: v1.facts,
+            operator_labels: Labels::default(),
         }
     }
 }
 
 impl HostV1 {
-    /// `host` in the v1 layout if nothing is lost (no reason recorded), for snapshots, which
-    /// must read back exactly.
+    /// `host` in the v1 layout if nothing is lost (no reason recorded, no operator label),
+    /// for snapshots, which must read back exactly.
     pub fn exact(host: &Host) -> Option<HostV1> {
-        host.state_reason.is_empty().then(|| HostV1::shown(host))
+        (host.state_reason.is_empty() && host.operator_labels.is_empty())
+            .then(|| HostV1::shown(host))
     }
 
-    /// What a v1 reader can show of `host`: everything but the reason.
+    /// What a v1 reader can show of `host`: everything but the reason, its labels with the
+    /// operators' merged in.
     pub fn shown(host: &Host) -> HostV1 {
         HostV1 {
             id: host.id,
             name: host.name.clone(),
-            labels: host.labels.clone(),
+            labels: host.effective_labels(),
             capacity: host.capacity,
             state: host.state,
             registered_at: host.registered_at,

@@ -333,6 +333,7 @@ mod tests {
                 ensure(HaSpec::with_state(HaState::Ignored), DesiredState::Running),
             ],
             leave: None,
+            leader_clock_ms: None,
         };
         let bytes = Heartbeat::encode_response_at(&ack, Version(1)).unwrap();
         let read = Heartbeat::decode_response_at(Version(1), &bytes).unwrap();

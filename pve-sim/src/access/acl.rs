@@ -76,6 +76,11 @@ impl Acl {
             .collect()
     }
 
+    /// Every path with an entry, in order.
+    pub(crate) fn paths(&self) -> impl Iterator<Item = String> + '_ {
+        self.entries.keys().cloned()
+    }
+
     /// `roles($cfg, $member, $path)` for the member's own entries.
     pub(crate) fn roles(&self, member: &Member, path: &str) -> RoleFlags {
         let mut roles = RoleFlags::new();

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::grants::Grants;
-use super::registry::{Registry, TokenOrigin};
+use super::registry::{Registry, TokenOrigin, split_tokenid};
 use crate::api::{ApiError, Caller};
 use crate::config::SimConfig;
 
@@ -33,6 +33,27 @@ impl AccessControl {
     /// What `caller` may do, against the registry as it is now.
     pub(crate) fn grants(&self, caller: &Caller) -> Grants {
         Grants::of(caller, self.snapshot())
+    }
+
+    /// What the user or token `authid` (`user@realm` or `user@realm!tokenid`) may do, against
+    /// the registry as it is now (a configured read-only token keeps its `*.Audit` standing).
+    pub(crate) fn grants_of(&self, authid: &str) -> Grants {
+        let registry = self.snapshot();
+        let caller = match split_tokenid(authid) {
+            Some((userid, tokenid)) => {
+                let mut caller = Caller::token(userid, tokenid);
+                caller.read_only = registry
+                    .token(userid, tokenid)
+                    .is_some_and(|t| t.origin == TokenOrigin::Config { read_only: true });
+                caller
+            }
+            None => Caller {
+                userid: authid.to_string(),
+                tokenid: None,
+                read_only: false,
+            },
+        };
+        Grants::of(&caller, registry)
     }
 
     /// `lock_user_config($code, $errmsg)`: run `change` on a copy of the registry and keep it

@@ -15,6 +15,13 @@
 //! - `POST /access/users/{userid}/token/{tokenid}`: `Token already exists.`; answers the
 //!   secret once. `DELETE` removes the token and every ACL entry of it.
 //!
+//! - `GET /access/permissions` (`API2/AccessControl.pm`): the caller's own privileges (or,
+//!   with `Sys.Audit` on `/access`, another user's or token's) on `path` as `{path: {priv:
+//!   1}}`, `{}` when it holds none there; without `path`, every path PVE's
+//!   `get_effective_permissions` starts from (`/`, `/access`, `/access/groups`, `/nodes`,
+//!   `/pool`, `/sdn`, `/storage`, `/vms`) and every ACL path, those without privileges left
+//!   out.
+//!
 //! Who may call them is the schema's permission check (`sim/permission.rs`).
 
 use serde_json::{Map, Value, json};
@@ -45,6 +52,7 @@ pub(crate) fn handle(
         Route::AclUpdate => update_acl(access, p, grants),
         Route::TokenCreate => create_token(access, p),
         Route::TokenDelete => delete_token(access, p),
+        Route::AccessPermissions => permissions(access, p, grants),
         _ => return None,
     })
 }
@@ -237,6 +245,7 @@ fn create_token(access: &AccessControl, p: &Params) -> Result<Reply, ApiError> {
             .filter(|c| !c.is_empty())
             .map(str::to_string),
         origin: TokenOrigin::Api,
+        withheld: Default::default(),
     };
     let mut info = Map::new();
     info.insert("privsep".into(), json!(u8::from(token.privsep)));
@@ -282,4 +291,57 @@ fn delete_token(access: &AccessControl, p: &Params) -> Result<Reply, ApiError> {
         Ok(())
     })?;
     Ok(Reply::null())
+}
+
+/// The paths `get_effective_permissions` always looks at, before the ACL's own.
+const EFFECTIVE_PATHS: &[&str] = &[
+    "/",
+    "/access",
+    "/access/groups",
+    "/nodes",
+    "/pool",
+    "/sdn",
+    "/storage",
+    "/vms",
+];
+
+fn permissions(access: &AccessControl, p: &Params, grants: &Grants) -> Result<Reply, ApiError> {
+    let authid = grants.authuser().to_string();
+    let userid = p
+        .get("userid")
+        .map_or_else(|| authid.clone(), str::to_string);
+    let owned_token = split_tokenid(&userid).is_some_and(|(user, _)| user == authid);
+    if userid != authid && !owned_token {
+        grants.check("/access", &["Sys.Audit"])?;
+    }
+    let of = if userid == authid {
+        grants.clone()
+    } else {
+        access.grants_of(&userid)
+    };
+    let held = |path: &str| -> Map<String, Value> {
+        of.privileges(path)
+            .into_iter()
+            .map(|privilege| (privilege, json!(1)))
+            .collect()
+    };
+    let mut res = Map::new();
+    if let Some(path) = p.get("path") {
+        let privs = held(path);
+        if !privs.is_empty() {
+            res.insert(path.to_string(), Value::Object(privs));
+        }
+    } else {
+        let mut paths: Vec<String> = EFFECTIVE_PATHS.iter().map(|s| s.to_string()).collect();
+        paths.extend(of.registry().acl.paths());
+        paths.sort();
+        paths.dedup();
+        for path in paths {
+            let privs = held(&path);
+            if !privs.is_empty() {
+                res.insert(path, Value::Object(privs));
+            }
+        }
+    }
+    Ok(Reply::data(Value::Object(res)))
 }

@@ -33,6 +33,8 @@ pub(crate) struct Grants {
     /// `user@realm` or `user@realm!token`, as PVE's `$authuser`.
     authuser: String,
     registry: Arc<Registry>,
+    /// What the caller's token holds nowhere ([`super::registry::Token::withheld`]).
+    withheld: PrivSet,
 }
 
 impl Grants {
@@ -52,16 +54,28 @@ impl Grants {
         } else {
             Standing::Full
         };
+        let withheld = caller
+            .tokenid
+            .as_deref()
+            .and_then(|id| registry.token(&caller.userid, id))
+            .map(|t| t.withheld.iter().cloned().collect())
+            .unwrap_or_default();
         Self {
             standing,
             authuser: caller.upid_user(),
             registry,
+            withheld,
         }
     }
 
     /// The caller's standing.
     pub(crate) fn standing(&self) -> Standing {
         self.standing
+    }
+
+    /// No privilege is withheld from the caller's token.
+    pub(crate) fn withholds_nothing(&self) -> bool {
+        self.withheld.is_empty()
     }
 
     /// `$authuser`: `user@realm` or `user@realm!token`.
@@ -76,7 +90,7 @@ impl Grants {
 
     /// Every privilege the caller holds on `path`.
     pub(crate) fn privileges(&self, path: &str) -> PrivSet {
-        match self.standing {
+        let mut held = match self.standing {
             Standing::Full => all().iter().map(|p| p.to_string()).collect(),
             Standing::Audit => all()
                 .iter()
@@ -84,11 +98,16 @@ impl Grants {
                 .map(|p| p.to_string())
                 .collect(),
             Standing::Acl => acl_privileges(&self.registry, &self.authuser, path),
-        }
+        };
+        held.retain(|p| !self.withheld.contains(p));
+        held
     }
 
     /// Whether the caller holds `privilege` on `path`.
     pub(crate) fn has(&self, path: &str, privilege: &str) -> bool {
+        if self.withheld.contains(privilege) {
+            return false;
+        }
         match self.standing {
             Standing::Full => true,
             Standing::Audit => is_audit(privilege),
@@ -168,6 +187,7 @@ mod tests {
                 expire: 0,
                 comment: None,
                 origin: TokenOrigin::Api,
+                withheld: Default::default(),
             },
         );
         reg.users.insert("mig@pve".into(), user);

@@ -41,6 +41,9 @@ pub(crate) struct Token {
     /// Free text.
     pub(crate) comment: Option<String>,
     pub(crate) origin: TokenOrigin,
+    /// Privileges the token holds nowhere whatever its standing (a configured token whose
+    /// role misses them: how a testbed gives an agent a token that lacks a privilege).
+    pub(crate) withheld: BTreeSet<String>,
 }
 
 /// One user.
@@ -102,6 +105,7 @@ impl Registry {
                     origin: TokenOrigin::Config {
                         read_only: t.read_only,
                     },
+                    withheld: t.withheld.iter().cloned().collect(),
                 },
             );
             if !t.read_only {
@@ -179,6 +183,7 @@ mod tests {
             tokenid: "ro".into(),
             secret: "s".into(),
             read_only: true,
+            withheld: vec![],
         });
         let reg = Registry::from_config(&cfg);
         assert!(reg.user(ROOT).is_some());

@@ -153,6 +153,7 @@ impl Cluster {
         let caller = req.caller;
         match route {
             Route::AccessTicket
+            | Route::AccessPermissions
             | Route::UserCreate
             | Route::TokenCreate
             | Route::TokenDelete

@@ -1,6 +1,7 @@
-//! The task endpoints: status, log (paged, `limit=0` = all, `no content` when empty), stop
-//! (kills a running worker), the node task list with its filters, and `/cluster/tasks`.
-//! A task is only found on the node named in its UPID, as PVE reads the node-local task file.
+//! The task endpoints: status, log (paged, `limit=0` = all, `no content` when empty; or the
+//! whole file as a `text/plain` download), stop (kills a running worker), the node task list
+//! with its filters, and `/cluster/tasks`. A task is only found on the node named in its UPID,
+//! as PVE reads the node-local task file.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use super::inner::Inner;
 use super::ops_config::split_list;
 use super::request::node;
 use super::tasks::{Task, Upid};
+use crate::api::Download;
 use crate::{ApiError, Params, Reply};
 
 fn find<'a>(
@@ -35,6 +37,9 @@ pub(super) fn status(cx: &Arc<Inner>, p: &Params) -> Result<Reply, ApiError> {
 
 /// `GET /nodes/{node}/tasks/{upid}/log`.
 pub(super) fn log(cx: &Arc<Inner>, p: &Params) -> Result<Reply, ApiError> {
+    if p.flag("download", false) {
+        return download_log(cx, p);
+    }
     let st = cx.state();
     let task = find(&st.tasks, node(p)?, p.req("upid")?)?;
     let start = usize::try_from(p.int("start").unwrap_or(0).max(0)).unwrap_or(0);
@@ -52,6 +57,60 @@ pub(super) fn log(cx: &Arc<Inner>, p: &Params) -> Result<Reply, ApiError> {
         .map(|(i, t)| json!({ "n": i + 1, "t": t }))
         .collect();
     Ok(Reply::with_total(Value::Array(items), lines.len() as u64))
+}
+
+/// `GET .../log?download=1`, as pve-manager's `read_task_log`: refused (a plain `die`, 500)
+/// with `start` or `limit` even when they are 0; otherwise the node-local task file as it is
+/// (every line ending in a newline, the status line last once the task ended), `text/plain`,
+/// named `task-<node>-<type>-<start time>.log`. PVE gzips files over 1024 bytes
+/// (`Content-Encoding: gzip`); the simulator always sends them uncompressed.
+fn download_log(cx: &Arc<Inner>, p: &Params) -> Result<Reply, ApiError> {
+    let upid = p.req("upid")?;
+    let Some(decoded) = Upid::decode(upid) else {
+        return Err(ApiError::param("upid", "unable to parse worker upid"));
+    };
+    if p.has("start") || p.has("limit") {
+        return Err(ApiError::internal(
+            "'download' cannot be used together with 'start' or 'limit' parameters",
+        ));
+    }
+    let st = cx.state();
+    let node = node(p)?;
+    let Some(task) = st.tasks.get(upid).filter(|t| t.upid.node == node) else {
+        return Err(ApiError::internal(format!(
+            "Could not open file '{}' - No such file or directory",
+            task_file(upid)
+        )));
+    };
+    let mut body = String::new();
+    for line in &task.log.lines {
+        body.push_str(line);
+        body.push('\n');
+    }
+    // strftime('%FT%TZ', gmtime(starttime)).
+    let started = format!(
+        "{}Z",
+        super::clock::log_stamp(decoded.starttime).replace(' ', "T")
+    );
+    Ok(Reply::download(Download {
+        content_type: "text/plain".into(),
+        content_disposition: Some(format!(
+            "attachment; filename=\"task-{}-{}-{started}.log\"",
+            decoded.node, decoded.kind
+        )),
+        body: body.into_bytes(),
+    }))
+}
+
+/// `PVE::UPID::decode`'s file name: `/var/log/pve/tasks/<last digit of the start time>/<UPID>`.
+fn task_file(upid: &str) -> String {
+    // The start time is the fifth field and has exactly 8 hex digits (checked by decoding).
+    let subdir = upid
+        .split(':')
+        .nth(4)
+        .and_then(|t| t.chars().last())
+        .unwrap_or('0');
+    format!("/var/log/pve/tasks/{subdir}/{upid}")
 }
 
 /// `DELETE /nodes/{node}/tasks/{upid}`.

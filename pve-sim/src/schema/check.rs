@@ -1,7 +1,9 @@
-//! `check_prop` / `check_object` of PVE's `JSONSchema.pm` for request values, which arrive as
-//! strings (form fields, query parameters, or JSON scalars converted by the edge). The order
-//! of checks and every message text follow the Perl code: missing → type → format → pattern →
-//! maxLength → minLength → maximum/minimum (numbers only) → enum.
+//! `check_prop` / `check_object` of PVE's `JSONSchema.pm` for request values: plain scalars
+//! (form fields, query parameters, JSON strings and numbers) and the references a JSON body
+//! brings (`JSON::PP::Boolean`, ARRAY, HASH), which fail every scalar type but `boolean` with
+//! `got <ref>`. The order of checks and every message text follow the Perl code: missing →
+//! type → format → pattern → maxLength → minLength → maximum/minimum (numbers only) → enum;
+//! references skip everything after the type but their elements or members.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::perl_truth::is_true;
 use super::{formats, indexed, pattern, property_string};
+use crate::param_value::ParamValue;
 
 /// Errors by path (`vmid`, `net0.bridge`), as PVE's `errors` hash.
 pub(crate) type Errors = BTreeMap<String, String>;
@@ -63,14 +66,38 @@ fn scalar_text(v: &Value) -> String {
     }
 }
 
+/// `$normalize_legacy_param_formats` of `RESTHandler::handle`, for one top-level parameter: an
+/// array given for a `string` whose format is a `*-list` becomes the comma-joined string.
+pub(crate) fn normalize_list(schema: &Value, value: &mut ParamValue) {
+    let is_list = schema.get("type").and_then(Value::as_str) == Some("string")
+        && schema
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|f| f.ends_with("-list"));
+    if let (true, ParamValue::Array(items)) = (is_list, &*value) {
+        let joined = items
+            .iter()
+            .map(|v| ParamValue::from_json(v).perl_string().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(",");
+        *value = ParamValue::Text(joined);
+    }
+}
+
 /// One type check; `false` = error added.
-fn check_type(path: &str, ty: &Value, value: &str, errors: &mut Errors) -> bool {
+fn check_type(path: &str, ty: &Value, value: &ParamValue, errors: &mut Errors) -> bool {
     match ty {
         Value::String(t) => {
+            let Some(text) = (match value {
+                ParamValue::Text(text) => Some(text.as_str()),
+                _ => None,
+            }) else {
+                return check_reference_type(path, t, value, errors);
+            };
             let ok = match t.as_str() {
-                "boolean" => value == "1" || value == "0",
-                "integer" => is_integer(value),
-                "number" => is_number(value),
+                "boolean" => text == "1" || text == "0",
+                "integer" => is_integer(text),
+                "number" => is_number(text),
                 "null" => {
                     add_error(
                         errors,
@@ -80,7 +107,7 @@ fn check_type(path: &str, ty: &Value, value: &str, errors: &mut Errors) -> bool 
                     return false;
                 }
                 "object" => {
-                    let ok = serde_json::from_str::<Value>(value).is_ok_and(|v| v.is_object());
+                    let ok = serde_json::from_str::<Value>(text).is_ok_and(|v| v.is_object());
                     if !ok {
                         add_error(errors, path, "type check ('object') failed");
                     }
@@ -92,7 +119,7 @@ fn check_type(path: &str, ty: &Value, value: &str, errors: &mut Errors) -> bool 
                 add_error(
                     errors,
                     path,
-                    format!("type check ('{t}') failed - got '{value}'"),
+                    format!("type check ('{t}') failed - got '{text}'"),
                 );
             }
             ok
@@ -125,12 +152,52 @@ fn check_type(path: &str, ty: &Value, value: &str, errors: &mut Errors) -> bool 
     }
 }
 
+/// `check_type` for a reference (`ref($value)` is set): `array` and `object` want their own
+/// kind, `boolean` takes a JSON boolean, `any` anything, every other type fails with the
+/// reference's name.
+fn check_reference_type(path: &str, ty: &str, value: &ParamValue, errors: &mut Errors) -> bool {
+    match (ty, value) {
+        ("any", _)
+        | ("array", ParamValue::Array(_))
+        | ("object", ParamValue::Object(_))
+        | ("boolean", ParamValue::Bool(_)) => true,
+        ("array" | "object" | "coderef", _) => {
+            add_error(errors, path, format!("type check ('{ty}') failed"));
+            false
+        }
+        ("null", _) => {
+            add_error(
+                errors,
+                path,
+                "type check ('null') failed - value is not null",
+            );
+            false
+        }
+        _ => {
+            let got = value.ref_type().unwrap_or("SCALAR");
+            add_error(
+                errors,
+                path,
+                format!("type check ('{ty}') failed - got {got}"),
+            );
+            false
+        }
+    }
+}
+
 /// `check_prop` for one (possibly absent) value.
-pub(crate) fn check_prop(value: Option<&str>, schema: &Value, path: &str, errors: &mut Errors) {
+pub(crate) fn check_prop(
+    value: Option<&ParamValue>,
+    schema: &Value,
+    path: &str,
+    errors: &mut Errors,
+) {
     let Some(obj) = schema.as_object() else {
         add_error(errors, path, "Invalid schema definition.");
         return;
     };
+    // Perl's undef (JSON null) is an absent value.
+    let value = value.filter(|v| !v.is_null());
     if let Some(Value::Array(alternatives)) = obj.get("oneOf") {
         // Typed alternatives: the value must satisfy one of them.
         if let Some(v) = value {
@@ -167,12 +234,17 @@ pub(crate) fn check_prop(value: Option<&str>, schema: &Value, path: &str, errors
     {
         return;
     }
+    let text = match value {
+        ParamValue::Text(text) => text.as_str(),
+        _ => return check_reference(value, obj, path, errors),
+    };
     match obj.get("type").and_then(Value::as_str) {
         Some("array") => {
-            // Arrays arrive NUL separated (repeated form fields, JSON arrays).
+            // Arrays arrive NUL separated (repeated form fields).
             if let Some(items) = obj.get("items") {
-                for (i, item) in value.split('\0').enumerate() {
-                    check_prop(Some(item), items, &format!("{path}[{i}]"), errors);
+                for (i, item) in text.split('\0').enumerate() {
+                    let item = ParamValue::Text(item.to_string());
+                    check_prop(Some(&item), items, &format!("{path}[{i}]"), errors);
                 }
             }
             return;
@@ -180,6 +252,51 @@ pub(crate) fn check_prop(value: Option<&str>, schema: &Value, path: &str, errors
         Some("object") => return,
         _ => {}
     }
+    check_scalar(text, obj, path, errors);
+}
+
+/// What `check_prop` does with a reference that passed the type check: an array's elements
+/// against `items`, an object's members against `properties`; no format, pattern, length,
+/// range or enum check applies to a reference.
+fn check_reference(value: &ParamValue, obj: &Map<String, Value>, path: &str, errors: &mut Errors) {
+    match value {
+        ParamValue::Array(items) => {
+            if let Some(item_schema) = obj.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    let item = ParamValue::from_json(item);
+                    check_prop(Some(&item), item_schema, &format!("{path}[{i}]"), errors);
+                }
+            }
+        }
+        _ if obj.contains_key("properties") || obj.contains_key("additionalProperties") => {
+            let ParamValue::Object(map) = value else {
+                add_error(errors, path, "an object is required");
+                return;
+            };
+            let members: BTreeMap<String, ParamValue> = map
+                .iter()
+                .map(|(k, v)| (k.clone(), ParamValue::from_json(v)))
+                .collect();
+            let properties = obj
+                .get("properties")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            check_object(
+                path,
+                &properties,
+                &members,
+                obj.get("additionalProperties"),
+                false,
+                errors,
+            );
+        }
+        _ => {}
+    }
+}
+
+/// The checks of a plain scalar after its type: format, pattern, lengths, range, enum.
+fn check_scalar(value: &str, obj: &Map<String, Value>, path: &str, errors: &mut Errors) {
     if let Some(format) = obj.get("format")
         && let Err(e) = check_format(format, value, path)
     {
@@ -261,11 +378,13 @@ fn join_path(path: &str, key: &str) -> String {
 
 /// `check_object`: every declared property, then every given key (`requires`, unknown keys).
 /// `additional` is the schema's `additionalProperties` (absent = allowed). With `indexed`,
-/// schema keys `net[n]` stand for `net0`, `net1`, ... (top-level API parameters).
+/// schema keys `net[n]` stand for `net0`, `net1`, ... (top-level API parameters). A key whose
+/// value is undef (JSON `null`) counts as absent for the declared properties but is still a
+/// given key.
 pub(crate) fn check_object(
     path: &str,
     properties: &Map<String, Value>,
-    values: &BTreeMap<String, String>,
+    values: &BTreeMap<String, ParamValue>,
     additional: Option<&Value>,
     indexed: bool,
     errors: &mut Errors,
@@ -274,12 +393,7 @@ pub(crate) fn check_object(
         if indexed && k.ends_with("[n]") {
             continue;
         }
-        check_prop(
-            values.get(k).map(String::as_str),
-            schema,
-            &join_path(path, k),
-            errors,
-        );
+        check_prop(values.get(k), schema, &join_path(path, k), errors);
     }
     for (k, v) in values {
         let newpath = join_path(path, k);
@@ -301,11 +415,13 @@ pub(crate) fn check_object(
         };
         if let Some(sub) = subschema {
             match sub.get("requires") {
-                Some(Value::String(req)) if !values.contains_key(req) => add_error(
-                    errors,
-                    &join_path(path, req),
-                    format!("missing property - '{newpath}' requires this property"),
-                ),
+                Some(Value::String(req)) if values.get(req).is_none_or(ParamValue::is_null) => {
+                    add_error(
+                        errors,
+                        &join_path(path, req),
+                        format!("missing property - '{newpath}' requires this property"),
+                    )
+                }
                 _ => {}
             }
             continue;
@@ -350,7 +466,10 @@ pub(crate) fn check_property_string(
     data: &str,
     path: &str,
 ) -> Result<(), String> {
-    let res = property_string::parse(format, data)?;
+    let res: BTreeMap<String, ParamValue> = property_string::parse(format, data)?
+        .into_iter()
+        .map(|(k, v)| (k, ParamValue::Text(v)))
+        .collect();
     let mut errors = Errors::new();
     check_object(
         path,

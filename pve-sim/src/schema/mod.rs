@@ -3,7 +3,7 @@
 //! and checking responses against `returns`.
 //!
 //! ```text
-//!  raw form strings ──▶ validate(method, template) ──▶ Params (or the 400 `errors` map)
+//!  form strings / JSON values ──▶ validate(method, template) ──▶ Params (or the 400 `errors` map)
 //!  concrete path ─────▶ match_path ──▶ template + path parameters
 //!  response data ─────▶ check_returns ──▶ type mismatches
 //! ```
@@ -22,6 +22,7 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value};
 
 use crate::api::Params;
+use crate::param_value::ParamValue;
 use crate::route::HttpMethod;
 
 pub(crate) use formats::split_list;
@@ -211,12 +212,6 @@ impl Schema {
         template: &str,
         params: &[(String, String)],
     ) -> Result<Params, BTreeMap<String, String>> {
-        let Some(ms) = self.method(method, template) else {
-            return Err(BTreeMap::from([(
-                "_handler".to_string(),
-                "no such handler".to_string(),
-            )]));
-        };
         let mut values: BTreeMap<String, String> = BTreeMap::new();
         for (k, v) in params {
             values
@@ -227,11 +222,43 @@ impl Schema {
                 })
                 .or_insert_with(|| v.clone());
         }
+        let values = values
+            .into_iter()
+            .map(|(k, v)| (k, ParamValue::Text(v)))
+            .collect();
+        self.validate_values(method, template, values)
+    }
+
+    /// [`Schema::validate`] for parameters as the HTTP edge decoded them, JSON references
+    /// included: `RESTHandler::handle` first joins an array given for a `*-list` string with
+    /// commas (`$normalize_legacy_param_formats`), then validates; the validated values come
+    /// back as form strings (booleans `1`/`0`, `null` as absent).
+    pub(crate) fn validate_values(
+        &self,
+        method: HttpMethod,
+        template: &str,
+        mut values: BTreeMap<String, ParamValue>,
+    ) -> Result<Params, BTreeMap<String, String>> {
+        let Some(ms) = self.method(method, template) else {
+            return Err(BTreeMap::from([(
+                "_handler".to_string(),
+                "no such handler".to_string(),
+            )]));
+        };
         let properties: Map<String, Value> = ms
             .parameters
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        for (key, value) in &mut values {
+            let schema = properties
+                .get(key)
+                .filter(|_| !key.ends_with("[n]"))
+                .or_else(|| indexed::lookup(&properties, key));
+            if let Some(schema) = schema {
+                check::normalize_list(schema, value);
+            }
+        }
         let mut errors = check::Errors::new();
         check::check_object(
             "",
@@ -242,7 +269,12 @@ impl Schema {
             &mut errors,
         );
         if errors.is_empty() {
-            Ok(Params(values))
+            Ok(Params(
+                values
+                    .into_iter()
+                    .filter_map(|(k, v)| v.into_form_text().map(|t| (k, t)))
+                    .collect(),
+            ))
         } else {
             Err(errors)
         }
@@ -294,3 +326,5 @@ fn method_schema(method: HttpMethod, path: &str, def: &Value) -> MethodSchema {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_json_values;

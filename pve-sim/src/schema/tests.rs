@@ -33,7 +33,7 @@ const CONFIG: &str = "/nodes/{node}/qemu/{vmid}/config";
 #[test]
 fn embedded_schema_has_every_route() {
     let schema = Schema::embedded();
-    assert_eq!(schema.methods().count(), 54);
+    assert_eq!(schema.methods().count(), 55);
     for r in Route::SERVED {
         assert!(schema.method(r.method(), r.template()).is_some(), "{r:?}");
     }

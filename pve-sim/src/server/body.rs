@@ -19,11 +19,6 @@ impl OneChunk {
             Self(Some(Bytes::from(bytes)))
         }
     }
-
-    /// Whether there is anything to send.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_none()
-    }
 }
 
 impl Body for OneChunk {

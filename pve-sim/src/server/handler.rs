@@ -9,9 +9,10 @@ use hyper::{Request, Response};
 use tokio_util::sync::CancellationToken;
 
 use super::body::{OneChunk, ReadError, read_body};
-use super::response::respond;
+use super::response::{respond, respond_file};
 use super::{control, params, tunnel};
 use crate::auth::{Credentials, Principal};
+use crate::param_value::ParamValue;
 use crate::route::HttpMethod;
 use crate::sim::{Sim, unix_now};
 
@@ -157,7 +158,7 @@ impl Handler {
         who: &Principal,
         method: HttpMethod,
         rel: &str,
-        list: Vec<(String, String)>,
+        list: Vec<(String, ParamValue)>,
     ) -> Result<Response<OneChunk>, Dropped> {
         let raw = self
             .sim
@@ -169,6 +170,15 @@ impl Handler {
         if raw.status == 401 {
             tokio::time::sleep(self.sim.scaled(UNAUTHORIZED_DELAY_SECS)).await;
         }
-        Ok(respond(raw.status, &raw.reason, raw.body))
+        Ok(match raw.content_type {
+            Some(ct) => respond_file(
+                raw.status,
+                &raw.reason,
+                raw.body,
+                &ct,
+                raw.content_disposition.as_deref(),
+            ),
+            None => respond(raw.status, &raw.reason, raw.body),
+        })
     }
 }

@@ -1,10 +1,14 @@
 //! Request parameters as pve-http-server extracts them: form-urlencoded (its own decoder:
 //! `&` and `;` separate pairs, repeated keys are NUL-joined, `k=` is undefined) or a JSON body
-//! (booleans become `1`/`0`, numbers their text), then the query string merged over the body.
+//! (`decode_json`: strings and numbers are scalars, numbers in Perl's text; `true`/`false`,
+//! arrays and objects stay references and `null` undef, for the schema check to judge), then
+//! the query string merged over the body.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+
+use crate::param_value::ParamValue;
 
 /// `split_abs_uri`: `/api2/<format>/<rel>` → (`/<rel>`, format).
 pub(crate) fn split_abs_uri(path: &str) -> Option<(String, String)> {
@@ -73,26 +77,8 @@ pub(crate) fn decode_urlencoded(data: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// A JSON scalar as the form string PVE's validation sees.
-fn json_scalar(v: &Value) -> Option<String> {
-    match v {
-        Value::Null => None,
-        Value::Bool(b) => Some(if *b { "1" } else { "0" }.to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::String(s) => Some(s.clone()),
-        Value::Array(items) => Some(
-            items
-                .iter()
-                .filter_map(json_scalar)
-                .collect::<Vec<_>>()
-                .join("\0"),
-        ),
-        Value::Object(_) => Some(v.to_string()),
-    }
-}
-
-/// A JSON request body (must be an object).
-pub(crate) fn decode_json(body: &[u8]) -> Result<BTreeMap<String, String>, String> {
+/// A JSON request body (must be an object), each value as `decode_json` leaves it.
+pub(crate) fn decode_json(body: &[u8]) -> Result<BTreeMap<String, ParamValue>, String> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| format!("malformed JSON string: {e}"))?;
     let Value::Object(map) = value else {
@@ -100,7 +86,7 @@ pub(crate) fn decode_json(body: &[u8]) -> Result<BTreeMap<String, String>, Strin
     };
     Ok(map
         .iter()
-        .filter_map(|(k, v)| json_scalar(v).map(|s| (k.clone(), s)))
+        .map(|(k, v)| (k.clone(), ParamValue::from_json(v)))
         .collect())
 }
 
@@ -109,15 +95,21 @@ pub(crate) fn extract(
     content_type: Option<&str>,
     body: &[u8],
     query: Option<&str>,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, ParamValue)>, String> {
+    let form = |text: &str| -> BTreeMap<String, ParamValue> {
+        decode_urlencoded(text)
+            .into_iter()
+            .map(|(k, v)| (k, ParamValue::Text(v)))
+            .collect()
+    };
     let mut params = if body.is_empty() {
         BTreeMap::new()
     } else if content_type.is_some_and(|ct| ct == "application/json") {
         decode_json(body)?
     } else {
-        decode_urlencoded(&String::from_utf8_lossy(body))
+        form(&String::from_utf8_lossy(body))
     };
-    for (k, v) in decode_urlencoded(query.unwrap_or("")) {
+    for (k, v) in form(query.unwrap_or("")) {
         params.insert(k, v);
     }
     params.remove("_dc");
@@ -171,18 +163,23 @@ mod tests {
     }
 
     #[test]
-    fn json_bodies_become_form_strings() {
+    fn json_bodies_keep_perls_view_of_each_value() {
         let m = decode_json(
-            br#"{"vmid": 100, "start": true, "full": false, "cpulimit": 1.5,
-            "name": "web", "delete": ["net1", "scsi2"], "x": null}"#,
+            br#"{"vmid": 100, "start": true, "full": false, "cpulimit": 1.5, "cores": 2.0,
+            "name": "web", "delete": ["net1", "scsi2"], "memory": {"a": 1}, "x": null}"#,
         )
         .unwrap();
-        assert_eq!(m["vmid"], "100");
-        assert_eq!(m["start"], "1");
-        assert_eq!(m["full"], "0");
-        assert_eq!(m["cpulimit"], "1.5");
-        assert_eq!(m["delete"], "net1\u{0}scsi2");
-        assert!(!m.contains_key("x"));
+        let text = |s: &str| ParamValue::Text(s.to_string());
+        assert_eq!(m["vmid"], text("100"));
+        assert_eq!(m["start"], ParamValue::Bool(true));
+        assert_eq!(m["full"], ParamValue::Bool(false));
+        assert_eq!(m["cpulimit"], text("1.5"));
+        // Perl holds 2.0 as a double and prints it as 2.
+        assert_eq!(m["cores"], text("2"));
+        assert_eq!(m["name"], text("web"));
+        assert_eq!(m["delete"].ref_type(), Some("ARRAY"));
+        assert_eq!(m["memory"].ref_type(), Some("HASH"));
+        assert!(m["x"].is_null());
         assert!(decode_json(b"[1]").is_err());
         assert!(decode_json(b"{").is_err());
     }
@@ -195,15 +192,21 @@ mod tests {
             Some("memory=2048&_dc=12345"),
         )
         .unwrap();
+        let text = |s: &str| ParamValue::Text(s.to_string());
         assert_eq!(
             p,
-            vec![
-                ("cores".into(), "2".into()),
-                ("memory".into(), "2048".into())
-            ]
+            vec![("cores".into(), text("2")), ("memory".into(), text("2048"))]
         );
-        let p = extract(Some("application/json"), br#"{"cores": 4}"#, None).unwrap();
-        assert_eq!(p, vec![("cores".into(), "4".into())]);
+        let p = extract(
+            Some("application/json"),
+            br#"{"cores": 4, "start": true}"#,
+            Some("start=0"),
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            vec![("cores".into(), text("4")), ("start".into(), text("0"))]
+        );
         assert_eq!(
             media_type("application/json; charset=utf-8"),
             "application/json"

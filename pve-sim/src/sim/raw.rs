@@ -1,6 +1,7 @@
 //! The bytes of an answer as pve-http-server's JSON formatter writes them: `{"data": ...}`
 //! (plus `total` when non-zero) on success; `{"data": null, "message": "...\n"}` plus `errors`
-//! for parameter errors; the status line's reason phrase is the first message line.
+//! for parameter errors; the status line's reason phrase is the first message line. A
+//! handler's download is sent as it is, with its own content type (`send_file_start`).
 
 use serde_json::{Map, Value};
 
@@ -15,6 +16,10 @@ pub struct RawReply {
     pub reason: String,
     /// The body (empty when PVE sends none, e.g. a failed proxy connection).
     pub body: Vec<u8>,
+    /// `Content-Type` of a download; `None` = the JSON formatter's type when there is a body.
+    pub content_type: Option<String>,
+    /// `Content-Disposition` of a download.
+    pub content_disposition: Option<String>,
     /// Fault injection: close the connection instead of answering (the request took effect).
     pub drop: bool,
 }
@@ -52,6 +57,16 @@ fn to_bytes(value: &Value) -> Vec<u8> {
 impl RawReply {
     /// Encode a successful answer.
     pub(crate) fn ok(reply: &Reply) -> Self {
+        if let Some(download) = &reply.download {
+            return Self {
+                status: 200,
+                reason: "OK".into(),
+                body: download.body.clone(),
+                content_type: Some(download.content_type.clone()),
+                content_disposition: download.content_disposition.clone(),
+                drop: false,
+            };
+        }
         let mut body = Map::new();
         body.insert("data".into(), reply.data.clone());
         if let Some(total) = reply.total.filter(|t| *t > 0) {
@@ -61,6 +76,8 @@ impl RawReply {
             status: 200,
             reason: "OK".into(),
             body: to_bytes(&Value::Object(body)),
+            content_type: None,
+            content_disposition: None,
             drop: false,
         }
     }
@@ -76,6 +93,8 @@ impl RawReply {
                 status: err.status,
                 reason,
                 body: Vec::new(),
+                content_type: None,
+                content_disposition: None,
                 drop: false,
             };
         }
@@ -93,6 +112,8 @@ impl RawReply {
             status: err.status,
             reason,
             body: to_bytes(&Value::Object(body)),
+            content_type: None,
+            content_disposition: None,
             drop: false,
         }
     }
@@ -128,6 +149,23 @@ mod tests {
             json!({"data": []})
         );
         assert_eq!(body(&RawReply::ok(&Reply::null())), json!({"data": null}));
+    }
+
+    #[test]
+    fn a_download_is_sent_as_it_is() {
+        let r = RawReply::ok(&Reply::download(crate::api::Download {
+            content_type: "text/plain".into(),
+            content_disposition: Some("attachment; filename=\"x.log\"".into()),
+            body: b"line\nTASK OK\n".to_vec(),
+        }));
+        assert_eq!((r.status, r.reason.as_str()), (200, "OK"));
+        assert_eq!(r.body, b"line\nTASK OK\n");
+        assert_eq!(r.content_type.as_deref(), Some("text/plain"));
+        assert_eq!(
+            r.content_disposition.as_deref(),
+            Some("attachment; filename=\"x.log\"")
+        );
+        assert_eq!(RawReply::ok(&Reply::null()).content_type, None);
     }
 
     #[test]

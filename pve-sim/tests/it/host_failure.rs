@@ -22,6 +22,7 @@ async fn served() -> Served {
         tokenid: "pve2".into(),
         secret: "6c1d0a52-3e0f-4b8e-9a51-7d2e4f6a8b90".into(),
         read_only: false,
+        withheld: vec![],
     });
     serve_node(&Sim::new(c).unwrap(), "pve1").await
 }

@@ -72,22 +72,29 @@ async fn status_lines_carry_the_first_message_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authentication_failures_are_401_without_body() {
     let s = serve().await;
+    // PVE's auth_handler dies with "Authentication failed!" for a bad ticket as for a bad
+    // token; the inner "permission denied - invalid PVE ticket" only goes to its log.
+    let bad_ticket = "PVEAuthCookie=PVE:root@pam:00000000::Zm9v";
     let cases = [
         (None, "No ticket"),
         (
-            Some(token_header("root@pam!fleet=wrong")),
+            Some(("Authorization", token_header("root@pam!fleet=wrong"))),
             "Authentication failed!",
         ),
         (
-            Some("PVEAuthCookie=PVE:root@pam:00000000::Zm9v".to_string()),
-            "permission denied - invalid PVE ticket",
+            Some(("Authorization", bad_ticket.to_string())),
+            "Authentication failed!",
+        ),
+        (
+            Some(("Cookie", bad_ticket.to_string())),
+            "Authentication failed!",
         ),
     ];
-    for (authz, reason) in cases {
+    for (header, reason) in cases {
         let mut req =
             "GET /api2/json/nodes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n".to_string();
-        if let Some(a) = authz {
-            req.push_str(&format!("Authorization: {a}\r\n"));
+        if let Some((name, value)) = header {
+            req.push_str(&format!("{name}: {value}\r\n"));
         }
         req.push_str("\r\n");
         let raw = s.raw(&req).await;

@@ -192,6 +192,7 @@ pub fn try_catalog() -> Result<Vec<CatalogEntry>, PveError> {
     let snap = "before-upgrade";
     let mut out = vec![
         entry(version_request()?, "/version", object::<Version>()),
+        entry(permissions_request("/vms")?, "/access/permissions", Map),
         entry(
             access_ticket_request_with(
                 "root@pam",

@@ -21,6 +21,7 @@ pub mod ha;
 pub mod network;
 pub mod nodes;
 pub(crate) mod paths;
+pub mod permissions;
 pub mod remote_migrate;
 pub mod snapshots;
 pub mod storage;
@@ -51,6 +52,7 @@ pub use config_keys::{
 pub use ha::{HaResourceType, ha_resources_request};
 pub use network::{NetworkType, network_request};
 pub use nodes::{node_status_request, nodes_request, vm_list_request};
+pub use permissions::permissions_request;
 pub use remote_migrate::{RemoteMigrateOptions, remote_migrate_request};
 pub use snapshots::{
     SnapshotOptions, create_snapshot_request, delete_snapshot_request, rollback_snapshot_request,

@@ -25,7 +25,7 @@ struct Slot {
 /// Calls in a row without a reply after which a connection is dropped and redialed. A peer
 /// that was killed and came back at the same address never closed the old connection, which
 /// would otherwise only end at its idle timeout (30 s): every call on it times out meanwhile
-/// and the leader loses its quorum. Three heartbeats (600 ms) tell that apart from one slow
+/// and the leader loses its quorum. Three heartbeats (300 ms) tell that apart from one slow
 /// reply.
 pub(crate) const SUSPECT_AFTER_TIMEOUTS: u32 = 3;
 

@@ -1,11 +1,12 @@
-//! Tree names and keys of the Raft store. Log keys are big-endian indexes so sled's byte order
-//! is log order; snapshot keys carry a generation so a new snapshot never overwrites the current
-//! one before the pointer flips to it.
+//! Tree names and keys of the Raft store's sled database. The log trees are only read to move
+//! a store of an earlier build to the journal (their keys are big-endian indexes); snapshot
+//! keys carry a generation so a new snapshot never overwrites the current one before the
+//! pointer flips to it.
 
 use std::ops::Bound;
 use std::ops::RangeBounds;
 
-/// Log entries, keyed by [`log_key`].
+/// Log entries of an earlier build, keyed by big-endian index.
 pub(crate) const LOGS_TREE: &str = "logs";
 /// Vote, last purged log id and committed log id.
 pub(crate) const META_TREE: &str = "meta";
@@ -42,11 +43,6 @@ impl SnapshotPart {
     }
 }
 
-/// The key of the log entry at `index`.
-pub(crate) fn log_key(index: u64) -> [u8; 8] {
-    index.to_be_bytes()
-}
-
 /// The key of one half of snapshot generation `generation`.
 pub(crate) fn snapshot_key(generation: u64, part: SnapshotPart) -> Vec<u8> {
     let mut key = SNAPSHOT_GEN_PREFIX.to_vec();
@@ -64,7 +60,7 @@ pub(crate) fn snapshot_generation(key: &[u8]) -> Option<u64> {
 }
 
 /// A log index range as a half-open `[start, end)`, `end == None` meaning unbounded; `None`
-/// when the range is empty (sled must never see an inverted range).
+/// when the range is empty (a map must never see an inverted range).
 pub(crate) fn index_range<R: RangeBounds<u64>>(range: &R) -> Option<(u64, Option<u64>)> {
     let start = match range.start_bound() {
         Bound::Included(&i) => i,
@@ -85,12 +81,6 @@ pub(crate) fn index_range<R: RangeBounds<u64>>(range: &R) -> Option<(u64, Option
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn log_keys_sort_in_index_order() {
-        assert!(log_key(255) < log_key(256));
-        assert!(log_key(1) < log_key(u64::MAX));
-    }
 
     #[test]
     fn snapshot_keys_name_their_generation() {

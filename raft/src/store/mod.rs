@@ -1,17 +1,28 @@
-//! The Raft store on ONE sled database, so one flush makes the log, the vote and the snapshots
-//! durable together. Trees: `logs` (entries), `meta` (vote, last purged, committed), `sm`
-//! (snapshot generations and the pointer to the current one).
+//! The Raft store in one directory: the log, the vote, the purge point and the committed id in
+//! the [journal](journal) (`journal/`, segment files made durable with `fdatasync`), the
+//! snapshots in a sled database (tree `sm`: snapshot generations and the pointer to the
+//! current one). A store written by an earlier build, whose log was in sled (trees `logs` and
+//! `meta`), has it moved to the journal when it is opened.
+//!
+//! ```text
+//!  openraft ── append/vote/truncate/purge ──▶ LogStore ──▶ journal/segment-*.log (fdatasync)
+//!          ── apply/snapshot ──▶ StateMachineStore ──▶ machine (memory) + sled `sm` (snapshots)
+//! ```
 
 mod applied;
 mod codec;
 mod flush;
+mod journal;
 mod keys;
+mod legacy_log;
 mod log_store;
 mod options;
 mod snapshot;
 mod state_machine;
 
 use flush::Flusher;
+use journal::Journal;
+use legacy_log::{JOURNAL_DIR, move_to_journal};
 use std::path::Path;
 
 pub use applied::MachineHandle;
@@ -49,9 +60,9 @@ pub fn open_with<M: Machine>(
     let meta = db.open_tree(META_TREE)?;
     let sm = db.open_tree(SM_TREE)?;
 
-    let flusher = Flusher::new(db);
-    let log_store = LogStore::new(flusher.clone(), logs, meta);
-    log_store.validate()?;
+    let flusher = Flusher::new(db, dir);
+    move_to_journal(dir, &logs, &meta, &flusher)?;
+    let log_store = LogStore::new(Journal::open(&dir.join(JOURNAL_DIR))?);
 
     let snapshots = SnapshotStore::new(flusher, sm);
     let mut applied = Applied {

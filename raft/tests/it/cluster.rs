@@ -300,16 +300,25 @@ async fn a_restarted_member_recovers_from_its_snapshot_and_log_and_catches_up() 
     // The follower snapshots here, then more entries are committed after the snapshot.
     let leader = leader_of(&all, None).await;
     let follower = (leader + 1) % members.len();
-    members[follower].raft.trigger().snapshot().await.unwrap();
-    members[follower]
-        .raft
-        .wait(Some(PATIENCE))
-        .metrics(
-            |m| m.snapshot.is_some_and(|s| s.index >= last),
-            "the follower stores a snapshot",
-        )
-        .await
-        .unwrap();
+    // openraft ignores a trigger while a snapshot (started by the policy, of fewer entries)
+    // is being built: trigger again until one covers `last`.
+    let mut covered = false;
+    for _ in 0..30 {
+        members[follower].raft.trigger().snapshot().await.unwrap();
+        covered = members[follower]
+            .raft
+            .wait(Some(Duration::from_secs(3)))
+            .metrics(
+                |m| m.snapshot.is_some_and(|s| s.index >= last),
+                "the follower stores a snapshot",
+            )
+            .await
+            .is_ok();
+        if covered {
+            break;
+        }
+    }
+    assert!(covered, "the follower stored no snapshot covering {last}");
     for i in 8..13u8 {
         last = write(&all, vec![b'c', i]).await;
     }

@@ -1,8 +1,10 @@
-//! The sled store after a clean close and reopen: it keeps what openraft relies on, replaces
-//! (never merges) the machine on snapshot install, and refuses data in an unknown on-disk format.
+//! The store after a clean close and reopen: it keeps what openraft relies on, replaces (never
+//! merges) the machine on snapshot install, refuses data in an unknown on-disk format, and
+//! moves the sled log of an earlier build to the journal.
 //!
 //! These are not crash tests: dropping the store flushes sled, so they pass with every explicit
-//! flush removed. Durability across a SIGKILL is checked by `store_durability.rs`.
+//! flush removed. Durability across a SIGKILL is checked by `store_durability.rs`, across a
+//! power cut by the journal's own tests (`raft/src/store/journal/tests.rs`).
 
 // Only built as a test; lets helpers panic like tests do (clippy `allow-unwrap-in-tests`).
 #![cfg(test)]
@@ -20,7 +22,7 @@ use openraft::{
 };
 use raft::store::{LogStore, StateMachineStore};
 use raft::types::{Entry, LogId};
-use raft::{Command, MemberNode, RaftStoreError};
+use raft::{Command, MemberNode, NodeId, RaftStoreError};
 use tempfile::TempDir;
 
 fn log_id(term: u64, index: u64) -> LogId {
@@ -227,36 +229,82 @@ async fn a_built_snapshot_never_replaces_a_newer_installed_one() {
     assert!(current.meta.last_log_id >= newer.meta.last_log_id);
 }
 
+/// A value as the sled log of earlier builds stored it: format version 1, then bincode.
+fn legacy_value<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut out = vec![1];
+    out.extend(bincode::serde::encode_to_vec(value, bincode::config::standard()).unwrap());
+    out
+}
+
 #[tokio::test]
-async fn an_unknown_format_version_is_refused_at_open() {
+async fn the_sled_log_of_an_earlier_build_moves_to_the_journal_once() {
+    let dir = TempDir::new().unwrap();
+    {
+        let db = sled::open(dir.path()).unwrap();
+        let logs = db.open_tree("logs").unwrap();
+        let meta = db.open_tree("meta").unwrap();
+        meta.insert("vote", legacy_value(&Vote::<NodeId>::new_committed(3, 1)))
+            .unwrap();
+        meta.insert("last_purged", legacy_value(&log_id(1, 2)))
+            .unwrap();
+        meta.insert("committed", legacy_value(&Some(log_id(2, 4))))
+            .unwrap();
+        for i in 1..=5_u64 {
+            logs.insert(
+                i.to_be_bytes(),
+                legacy_value(&normal(if i > 3 { 2 } else { 1 }, i)),
+            )
+            .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    for pass in ["the move", "a reopen after it"] {
+        let (mut log, _sm) =
+            when_unlocked(|| raft::store::open(dir.path(), ListMachine::default()))
+                .unwrap_or_else(|e| panic!("{pass}: {e}"));
+        assert_eq!(
+            log.read_vote().await.unwrap(),
+            Some(Vote::new_committed(3, 1)),
+            "{pass}"
+        );
+        assert_eq!(
+            log.read_committed().await.unwrap(),
+            Some(log_id(2, 4)),
+            "{pass}"
+        );
+        let state = log.get_log_state().await.unwrap();
+        assert_eq!(state.last_purged_log_id, Some(log_id(1, 2)), "{pass}");
+        assert_eq!(state.last_log_id, Some(log_id(2, 5)), "{pass}");
+        let entries = log.try_get_log_entries(0..).await.unwrap();
+        let ids: Vec<u64> = entries.iter().map(|e| e.log_id.index).collect();
+        assert_eq!(ids, [3, 4, 5], "{pass}: the entries after the purge point");
+        // New writes go to the journal and survive a reopen.
+        log.save_vote(&Vote::new_committed(4, 1)).await.unwrap();
+        log.save_vote(&Vote::new_committed(3, 1)).await.unwrap();
+    }
+    // The sled log is emptied, and `meta/vote` holds a value no build of the sled log reads,
+    // so an older build refuses the directory instead of starting without its vote.
+    let db = when_unlocked(|| sled::open(dir.path())).unwrap();
+    assert!(db.open_tree("logs").unwrap().is_empty());
+    let meta = db.open_tree("meta").unwrap();
+    assert_eq!(meta.get("vote").unwrap().as_deref(), Some(&[0xfe][..]));
+    assert!(meta.get("committed").unwrap().is_none());
+    assert!(meta.get("last_purged").unwrap().is_none());
+    assert!(dir.path().join("journal").is_dir());
+}
+
+#[tokio::test]
+async fn a_moved_log_whose_journal_is_gone_is_refused() {
     let dir = TempDir::new().unwrap();
     {
         let (mut log, _sm) = open(dir.path());
         log.save_vote(&Vote::new(1, 1)).await.unwrap();
     }
-    {
-        let db = when_unlocked(|| sled::open(dir.path())).unwrap();
-        let meta = db.open_tree("meta").unwrap();
-        let mut value = meta.get("vote").unwrap().unwrap().to_vec();
-        value[0] = 200;
-        meta.insert("vote", value).unwrap();
-        db.flush().unwrap();
-    }
+    std::fs::remove_dir_all(dir.path().join("journal")).unwrap();
     let err = when_unlocked(|| raft::store::open(dir.path(), ListMachine::default()))
         .err()
         .unwrap();
-    assert!(
-        matches!(
-            err,
-            RaftStoreError::UnknownFormat {
-                found: 200,
-                supported: 1,
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert!(err.to_string().contains("meta/vote"), "{err}");
+    assert!(err.to_string().contains("which is missing"), "{err}");
 }
 
 #[tokio::test]

@@ -411,6 +411,7 @@ async fn a_read_only_token_gets_permission_errors_on_writes() {
         tokenid: "ro".into(),
         secret: "0b5f5a52-7d2c-4f55-9d0e-6a1d7f0c9e11".into(),
         read_only: true,
+        withheld: vec![],
     });
     let sim = HttpsSim::start(config).await;
     let file = sim.dir().join("ro-token");

@@ -30,6 +30,7 @@ pub fn config() -> SimConfig {
         tokenid: "ro".into(),
         secret: "0b8e6b9e-7a7c-4d33-9d3b-0d2a3c4e5f60".into(),
         read_only: true,
+        withheld: vec![],
     });
     c
 }
