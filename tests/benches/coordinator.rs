@@ -5,6 +5,7 @@
 //! leader accepts.
 //!
 //! Run: `make bench` (it builds the release binaries this needs first).
+//! `PVEFLEET_BENCH_SCALE=N` makes N times as many writes (longer phases, for profiling).
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a broken run aborts: its figures mean nothing
 
 use std::sync::Arc;
@@ -183,8 +184,12 @@ fn main() {
     .unwrap();
     writes(&rt, &cluster, 4, 25, "warm");
 
-    let (w1, p50_1, p99_1) = writes(&rt, &cluster, 1, 300, "one");
-    let (w64, p50_64, p99_64) = writes(&rt, &cluster, 64, 20, "many");
+    let scale: usize = std::env::var("PVEFLEET_BENCH_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let (w1, p50_1, p99_1) = writes(&rt, &cluster, 1, 300 * scale, "one");
+    let (w64, p50_64, p99_64) = writes(&rt, &cluster, 64, 20 * scale, "many");
     let r1 = reads(&rt, &cluster, 1, Duration::from_secs(3));
     let r64 = reads(&rt, &cluster, 64, Duration::from_secs(3));
 

@@ -1,5 +1,5 @@
 //! The Raft store in one directory: the log, the vote, the purge point and the committed id in
-//! the [journal](journal) (`journal/`, segment files made durable with `fdatasync`), the
+//! the journal (`journal/`, segment files made durable with `fdatasync`), the
 //! snapshots in a sled database (tree `sm`: snapshot generations and the pointer to the
 //! current one). A store written by an earlier build, whose log was in sled (trees `logs` and
 //! `meta`), has it moved to the journal when it is opened.
