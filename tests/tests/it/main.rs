@@ -20,6 +20,7 @@ mod host_recovery;
 mod launcher;
 mod maintenance;
 mod migration;
+mod power_cut;
 mod proxmoxer;
 mod remote_migration;
 mod retried_writes;

@@ -15,10 +15,11 @@
 //! damage is refused. `docs/design/raft-log.md` argues the format and has the measurements.
 
 mod disk;
+mod format;
 mod record;
 mod replay;
 #[cfg(test)]
-mod sim_disk;
+pub(crate) mod sim_disk;
 #[cfg(test)]
 mod tests;
 
@@ -34,11 +35,11 @@ use crate::error::RaftStoreError;
 use crate::store::keys::index_range;
 use crate::types::{Entry, LogId, NodeId};
 use disk::{Disk, DiskFile};
+pub(crate) use format::JOURNAL_FORMAT;
+use format::segment_name;
 use record::{Record, frame};
 use replay::Replayed;
 
-/// The journal's own format version (in every segment header).
-pub(crate) const JOURNAL_FORMAT: u8 = 1;
 /// A segment is closed once it holds this many bytes.
 pub(crate) const SEGMENT_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -63,11 +64,6 @@ struct Segment {
     /// The highest index of an entry in this segment that is not truncated: once the purge
     /// point reaches it, nothing in the segment is needed.
     live_max: Option<u64>,
-}
-
-/// The file name of segment `number`.
-fn segment_name(number: u64) -> String {
-    format!("segment-{number:016x}.log")
 }
 
 /// The segment number a file name stands for, if it is a segment's.
@@ -113,7 +109,10 @@ impl Journal {
     }
 
     /// [`Journal::open`] on any [`Disk`], with segments of `segment_bytes`.
-    fn open_on(disk: Arc<dyn Disk>, segment_bytes: u64) -> Result<Journal, RaftStoreError> {
+    pub(crate) fn open_on(
+        disk: Arc<dyn Disk>,
+        segment_bytes: u64,
+    ) -> Result<Journal, RaftStoreError> {
         let listed = disk.list().map_err(io_error("list the journal".into()))?;
         let mut numbers: Vec<u64> = listed.iter().filter_map(|n| segment_number(n)).collect();
         numbers.sort_unstable();

@@ -3,9 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::JOURNAL_FORMAT;
+use super::format::{JOURNAL_FORMAT, segment_name};
 use super::record::{Checkpoint, Record, Tail, parse};
-use super::segment_name;
 use crate::error::RaftStoreError;
 use crate::types::Entry;
 
