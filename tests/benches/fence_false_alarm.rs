@@ -94,12 +94,15 @@ impl RaftChanges {
         let mut term = None;
         let mut leader = None;
         for i in 0..members {
-            let t = fleet.cluster.metric(i, "raft_term").map(|t| t as u64);
+            let t = fleet
+                .cluster
+                .metric(i, "pvefleet_raft_term")
+                .map(|t| t as u64);
             term = term.max(t);
-            if fleet.cluster.metric(i, "raft_is_leader") == Some(1.0) {
+            if fleet.cluster.metric(i, "pvefleet_raft_is_leader") == Some(1.0) {
                 leader = fleet
                     .cluster
-                    .metric(i, "raft_current_leader")
+                    .metric(i, "pvefleet_raft_current_leader")
                     .map(|l| l as u64);
             }
         }
@@ -231,6 +234,10 @@ fn main() {
     }
     io.join().expect("the I/O hog thread");
 
+    assert!(
+        raft.first_term.is_some(),
+        "no member's /metrics could be read: the election count would mean nothing"
+    );
     let events = String::from_utf8_lossy(&fleet.cluster.cli(&["events"]).stdout).into_owned();
     let alarms: Vec<&str> = events
         .lines()

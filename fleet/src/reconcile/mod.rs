@@ -62,11 +62,14 @@ pub fn plan(
             );
             continue;
         }
+        // Only the actions this VM adds from here can place it: looking through all of them
+        // made planning n new VMs cost n² comparisons.
+        let its_own = actions.len();
         if rec.assignment.host.is_none() {
             placer.place(rec, now, &mut actions);
         }
         let placed = rec.assignment.host.is_some()
-            || actions
+            || actions[its_own..]
                 .iter()
                 .any(|a| matches!(a, Action::Schedule { vm, .. } if *vm == rec.spec.name));
         if !placed {
