@@ -1,14 +1,18 @@
-//! Benchmark (figures, not pass/fail): placing 10,000 VMs one after another on 1,000 hosts with
-//! `fleet::scheduler::place`, each placement seeing the usage of those before it, as the
-//! reconciler does. Hosts differ in size, zone label and templates so the filters do work.
+//! Benchmark (figures, not pass/fail): placing 10,000 VMs one after another on 1,000 hosts,
+//! each placement seeing the usage of those before it, as the reconciler does. Hosts differ in
+//! size, zone label and templates so the filters do work. Twice: with
+//! `fleet::scheduler::choose_with` (what the reconciler and recovery call: the host only) and
+//! with `place` (every host's verdict too, what `vm explain` shows); both must make the same
+//! choices (same digest).
 //!
 //! `cargo bench -p pvefleet-tests --bench placement`
 #![allow(clippy::expect_used)] // a broken run aborts: its figures mean nothing
 
 use std::time::{Duration, Instant};
 
-use fleet::scheduler::{HostUsage, HostView, StorageView, TemplateView, place};
+use fleet::scheduler::{HostUsage, HostView, StorageView, TemplateView, choose_with, place};
 use protocol::fleet::{Capacity, Settings};
+use protocol::identity::NodeId;
 use protocol::spec::{CloneMode, NicSpec, TemplateSpec, VmSpec};
 
 const HOSTS: u64 = 1_000;
@@ -82,24 +86,42 @@ fn vm(i: usize) -> VmSpec {
 }
 
 fn main() {
-    let mut hosts = hosts();
     let vms: Vec<VmSpec> = (0..VMS).map(vm).collect();
     let settings = Settings::default();
+    let chosen = run("choose_with (host only)", &vms, |spec, hosts| {
+        choose_with(spec, &[], hosts, &settings)
+            .map(|c| c.host_id)
+            .map_err(|e| e.to_string())
+    });
+    let placed = run("place (with every verdict)", &vms, |spec, hosts| {
+        place(spec, hosts, &settings)
+            .map(|d| d.host_id)
+            .map_err(|e| e.to_string())
+    });
+    assert_eq!(chosen, placed, "choose_with and place chose differently");
+}
+
+/// Places every VM with `place_one`; prints the figures, returns the choices' digest.
+fn run(
+    label: &str,
+    vms: &[VmSpec],
+    place_one: impl Fn(&VmSpec, &[HostView]) -> Result<NodeId, String>,
+) -> u64 {
+    let mut hosts = hosts();
     let mut placed = 0usize;
     let mut slowest = Duration::ZERO;
-    // FNV-1a over the chosen host ids: equal digests mean the same placements, VM by VM.
     let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
     let start = Instant::now();
-    for spec in &vms {
+    for spec in vms {
         let one = Instant::now();
-        match place(spec, &hosts, &settings) {
-            Ok(decision) => {
-                digest = decision.host_id.to_le_bytes().iter().fold(digest, |h, b| {
+        match place_one(spec, &hosts) {
+            Ok(host_id) => {
+                digest = host_id.to_le_bytes().iter().fold(digest, |h, b| {
                     (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
                 });
                 let host = hosts
                     .iter_mut()
-                    .find(|h| h.id == decision.host_id)
+                    .find(|h| h.id == host_id)
                     .expect("the chosen host exists");
                 host.usage = HostUsage {
                     vcpus: host.usage.vcpus + u64::from(spec.cores * spec.sockets),
@@ -115,14 +137,16 @@ fn main() {
     let total = start.elapsed();
     let used = hosts.iter().filter(|h| h.usage.vm_count > 0).count();
     let busiest = hosts.iter().map(|h| h.usage.vm_count).max().unwrap_or(0);
+    println!("placement with {label}:");
     println!(
-        "placement: {placed} of {VMS} VMs placed on {HOSTS} hosts ({used} hosts used, at most {busiest} VMs on one)"
+        "  {placed} of {VMS} VMs placed on {HOSTS} hosts ({used} hosts used, at most {busiest} VMs on one)"
     );
-    println!("placement: choices digest {digest:#018x}");
+    println!("  choices digest {digest:#018x}");
     println!(
-        "placement: total {:.3} s, {:.1} µs per VM on average, slowest {:.1} µs",
+        "  total {:.3} s, {:.1} µs per VM on average, slowest {:.1} µs",
         total.as_secs_f64(),
         total.as_secs_f64() * 1e6 / VMS as f64,
         slowest.as_secs_f64() * 1e6
     );
+    digest
 }

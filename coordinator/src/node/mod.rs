@@ -166,6 +166,7 @@ impl CoordinatorNode {
             raft: raft.clone(),
             machine: machine.clone(),
             forwarder: Forwarder::new(endpoint.clone(), forward_deadline),
+            writes: crate::service::group_commit::GroupCommit::new(raft.clone()),
             ca,
             node_dir: node_dir.clone(),
             metrics: Arc::clone(&metrics),

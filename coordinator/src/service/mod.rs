@@ -21,6 +21,7 @@ pub(crate) mod agent;
 pub(crate) mod doctor;
 pub(crate) mod errors;
 pub(crate) mod fleet_apply;
+pub(crate) mod group_commit;
 pub(crate) mod host_admin;
 pub(crate) mod join;
 pub(crate) mod leaving;
@@ -71,6 +72,8 @@ pub(crate) struct Ctx {
     pub(crate) machine: MachineHandle<FleetMachine>,
     /// Forwards to the leader.
     pub(crate) forwarder: Forwarder,
+    /// The leader's writes, concurrent ones grouped in one Raft entry.
+    pub(crate) writes: group_commit::GroupCommit<Raft>,
     /// The cluster CA (coordinators hold its key): issues joining nodes' certificates.
     pub(crate) ca: ClusterCa,
     /// This member's data directory (its current certificate, for `doctor`).

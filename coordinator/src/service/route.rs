@@ -1,6 +1,6 @@
 //! Where an admin request runs: on the leader (writes, linearizable reads) or locally (stale
 //! reads), forwarding from followers at most one hop, and the two leader-side primitives,
-//! proposing a command and confirming a linearizable read.
+//! proposing a command (through the group commit) and confirming a linearizable read.
 
 use std::future::Future;
 use std::time::Duration;
@@ -10,11 +10,9 @@ use protocol::Role;
 use transport::{Caller, RemoteError, Rpc, TransportError};
 
 use super::Ctx;
-use super::errors::{is_not_leader, read_error, state_error, write_error};
+use super::errors::{is_not_leader, read_error, state_error};
 use crate::forward::ForwardError;
-use fleet::state::{
-    CodecError, Command, CommandReply, FleetState, StateError, decode_reply, encode_command,
-};
+use fleet::state::{CodecError, Command, CommandReply, FleetState, StateError, encode_command};
 
 /// How many times a request is re-routed after the leader changed under it.
 const ROUTE_ATTEMPTS: usize = 4;
@@ -141,18 +139,13 @@ impl Ctx {
                 now: protocol::time::Now::read().millis,
                 command: Box::new(cmd.clone()),
             });
-        let cmd = once.as_ref().unwrap_or(cmd);
-        let bytes = encode_command(cmd, cluster).map_err(|e| match e {
+        let cmd = once.unwrap_or_else(|| cmd.clone());
+        let bytes = encode_command(&cmd, cluster).map_err(|e| match e {
             e @ CodecError::TooNew { .. } => RemoteError::unavailable(e.to_string()),
             e => RemoteError::internal(format!("encode command: {e}")),
         })?;
-        let written = self
-            .raft
-            .client_write(raft::Command(bytes))
-            .await
-            .map_err(write_error)?;
-        let reply = decode_reply(&written.data.0)
-            .map_err(|e| RemoteError::internal(format!("decode reply: {e}")))?;
+        // Alone or in one entry with other clients' writes (group_commit.rs).
+        let reply = self.writes.write(cmd, bytes, cluster).await?;
         Ok(reply.into_result())
     }
 

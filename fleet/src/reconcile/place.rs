@@ -57,7 +57,7 @@ impl<'a> Placer<'a> {
                     .is_some_and(|r| r.assignment.host.is_none())
             })
             .collect();
-        match scheduler::place_with(&rec.spec, &pending, &self.views, self.state.settings()) {
+        match scheduler::choose_with(&rec.spec, &pending, &self.views, self.state.settings()) {
             Ok(decision) => {
                 if let Some(view) = self.views.iter_mut().find(|v| v.id == decision.host_id) {
                     place_on(view, &rec.spec);

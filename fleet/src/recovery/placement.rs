@@ -79,7 +79,7 @@ pub(super) fn place(
         }
     };
     let pending = group_pending(state, rec, &candidates, views)?;
-    match scheduler::place_with(&placing, &pending, &candidates, state.settings()) {
+    match scheduler::choose_with(&placing, &pending, &candidates, state.settings()) {
         Ok(decision) => {
             if let Some(view) = views.iter_mut().find(|v| v.id == decision.host_id) {
                 place_on(view, spec);
@@ -87,11 +87,7 @@ pub(super) fn place(
                     take_storage(view, spec);
                 }
             }
-            let eligible = decision
-                .verdicts
-                .iter()
-                .filter(|v| v.closeness().is_some())
-                .count();
+            let eligible = decision.eligible;
             Ok((
                 decision.host_id,
                 format!(

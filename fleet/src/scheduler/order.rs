@@ -135,6 +135,36 @@ pub(crate) fn sort_scored(scored: &mut Vec<Scored>, scores: &Scores) {
     }
 }
 
+/// The first host of [`sort_scored`]'s order, without sorting: the same keys (closeness in
+/// whole 1e-12 units when every host has one, else the closeness itself), ties to the host
+/// first in the hosts' order.
+pub(crate) fn best_scored(scored: &[Scored], scores: &Scores) -> Option<Scored> {
+    const MAX_UNITS: u64 = (1u64 << 40) - 1;
+    let mut best: Option<(u64, Scored)> = None;
+    let mut by_units = scored.len() < 1 << 24;
+    for s in scored {
+        match scores.units(s.row).filter(|&u| u <= MAX_UNITS) {
+            // Strictly greater: on a tie the earlier host stays.
+            Some(units) if by_units => {
+                if best.is_none_or(|(top, _)| units > top) {
+                    best = Some((units, *s));
+                }
+            }
+            _ => {
+                by_units = false;
+                break;
+            }
+        }
+    }
+    if by_units {
+        return best.map(|(_, s)| s);
+    }
+    scored.iter().copied().min_by(|a, b| {
+        let (x, y) = (scores.closeness(a.row), scores.closeness(b.row));
+        y.total_cmp(&x).then(a.host.cmp(&b.host))
+    })
+}
+
 /// Hosts excluded by the filters and rules (`first`) and those node affinity or spreading then
 /// excluded (`then`), each list in the hosts' order, merged in the explanation's order: by name,
 /// then id, and for hosts equal in both (which tie), in the order they were excluded.

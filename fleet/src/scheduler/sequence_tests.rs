@@ -3,7 +3,8 @@
 //! usage, guests and storage of those before it, as the reconciler does), with every filter,
 //! rule, node affinity and spreading in play. The expected choices and a digest of every
 //! decision's full explanation were recorded from the scheduler before it was restructured for
-//! speed: the restructured scheduler must decide, and explain, exactly the same.
+//! speed: the restructured scheduler must decide, and explain, exactly the same; and the
+//! verdict-free `choose_with` must decide as `place_with` does at every step.
 
 use std::collections::BTreeSet;
 
@@ -291,6 +292,24 @@ fn run() -> (Vec<String>, u64) {
             .into_iter()
             .collect();
         let result = place_with(spec, &pending, &hosts, &settings);
+        // The verdict-free choice the reconciler uses decides the same.
+        match (&result, choose_with(spec, &pending, &hosts, &settings)) {
+            (Ok(decision), Ok(choice)) => {
+                let eligible = decision
+                    .verdicts
+                    .iter()
+                    .filter(|v| v.closeness().is_some())
+                    .count();
+                assert_eq!(
+                    (choice.host_id, &choice.host_name, choice.eligible),
+                    (decision.host_id, &decision.host_name, eligible),
+                    "{}: choose_with differs from place_with",
+                    spec.name
+                );
+            }
+            (Err(refusal), Err(unchosen)) => assert_eq!(&unchosen, refusal),
+            (placed, chosen) => panic!("{}: {placed:?} but {chosen:?}", spec.name),
+        }
         let verdicts = match &result {
             Ok(decision) => &decision.verdicts,
             Err(refusal) => &refusal.verdicts,

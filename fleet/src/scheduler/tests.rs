@@ -775,3 +775,37 @@ fn a_groups_members_spread_over_the_hosts_and_double_up_rather_than_wait() {
         "a and b have one member each"
     );
 }
+
+#[test]
+fn the_verdict_free_choice_breaks_ties_and_refuses_as_placement_does() {
+    // Equal hosts tie on every score: the first by name, then by id, whatever the order given.
+    let hosts = vec![
+        host(7, "pve-c"),
+        host(5, "pve-b"),
+        host(9, "pve-b"),
+        host(3, "pve-d"),
+    ];
+    let placed = place_with(&vm(), &[], &hosts, &settings()).unwrap();
+    let chosen = choose_with(&vm(), &[], &hosts, &settings()).unwrap();
+    assert_eq!((chosen.host_id, chosen.host_name.as_str()), (5, "pve-b"));
+    assert_eq!(chosen.host_id, placed.host_id);
+    assert_eq!(chosen.eligible, 4);
+    // A loaded host loses to an empty one; an unreachable one is not counted.
+    let mut busy = hosts.clone();
+    busy[1].usage.vcpus = 6;
+    busy[1].usage.memory_mib = 20_000;
+    busy[3].state = HostState::Unreachable;
+    let chosen = choose_with(&vm(), &[], &busy, &settings()).unwrap();
+    assert_eq!(
+        chosen.host_id,
+        place_with(&vm(), &[], &busy, &settings()).unwrap().host_id
+    );
+    assert_eq!((chosen.host_id, chosen.eligible), (9, 3));
+    // Nothing fits: the same refusal, with every host's verdict.
+    let mut big = vm();
+    big.memory_mib = 1 << 30;
+    assert_eq!(
+        choose_with(&big, &[], &hosts, &settings()).unwrap_err(),
+        place_with(&big, &[], &hosts, &settings()).unwrap_err()
+    );
+}

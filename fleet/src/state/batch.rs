@@ -4,7 +4,13 @@
 //! VM's steps, applied in order until one is refused, exactly as they would be one entry
 //! each; chains do not affect each other's acceptance.
 //!
+//! The leader's group commit (`coordinator/src/service/group_commit.rs`) uses the same entry
+//! for concurrent clients' writes: one chain per write, usually a [`Command::Once`], which
+//! remembers its request's reply exactly as in an entry of its own (the memory is keyed by
+//! request, not by log index). Batches do not nest, not even inside a `Once`.
+//!
 //! [`Command::Batch`]: super::Command::Batch
+//! [`Command::Once`]: super::Command::Once
 
 use super::{Command, CommandReply, FleetState, StateError};
 
@@ -15,11 +21,9 @@ impl FleetState {
         for chain in chains {
             let mut replies = Vec::with_capacity(chain.len());
             for cmd in chain {
-                let reply = if matches!(cmd, Command::Batch { .. } | Command::Once { .. }) {
-                    // A request's write is remembered by its own entry; batches do not nest.
+                let reply = if let Some(nested) = nested_batch(&cmd) {
                     Err(StateError::Conflict(format!(
-                        "a batch cannot hold a {} command",
-                        cmd.name()
+                        "a batch cannot hold a {nested} command"
                     )))
                 } else {
                     self.dispatch(cmd)
@@ -35,5 +39,16 @@ impl FleetState {
             out.push(replies);
         }
         Ok(CommandReply::Batch(out))
+    }
+}
+
+/// The name of what would nest a batch in a batch (`Batch`, or a `Once` wrapping one).
+fn nested_batch(cmd: &Command) -> Option<&'static str> {
+    match cmd {
+        Command::Batch { .. } => Some("Batch"),
+        Command::Once { command, .. } if matches!(**command, Command::Batch { .. }) => {
+            Some("Once wrapping a Batch")
+        }
+        _ => None,
     }
 }

@@ -542,8 +542,10 @@ pub enum Command {
         now: UnixMillis,
     },
     /// Independent chains of commands in one log entry (v2: the reconciler's steps for many
-    /// VMs at once). Each chain is applied in order until one of its commands is refused; the
-    /// other chains go on. Neither a chain nor a command is atomic with another.
+    /// VMs at once, the leader's group commit of concurrent clients' writes). Each chain is
+    /// applied in order until one of its commands is refused; the other chains go on. Neither
+    /// a chain nor a command is atomic with another. A chain may hold [`Command::Once`]
+    /// writes, never a batch (nor a `Once` wrapping one).
     Batch {
         /// The chains, each one VM's steps.
         chains: Vec<Vec<Command>>,

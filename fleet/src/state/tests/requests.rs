@@ -7,7 +7,7 @@ use protocol::version::Version;
 
 use super::{Fleet, pool_spec};
 use crate::state::request_memory::REQUEST_MEMORY_MS;
-use crate::state::{Command, CommandReply, decode_snapshot, encode_snapshot};
+use crate::state::{Command, CommandReply, StateError, decode_snapshot, encode_snapshot};
 
 fn alloc(owner: &str, now: u64) -> Command {
     Command::AllocateIp {
@@ -104,4 +104,72 @@ fn replies_are_forgotten_after_the_memory_time_and_the_snapshot_keeps_them() {
     // Forgotten, the same key is a new write (long after any client gave up on it).
     f.ok(once(1, 0, later, alloc("a", later)));
     assert_eq!(held(&f), 3);
+}
+
+#[test]
+fn requests_grouped_in_one_entry_apply_alone_and_a_retry_in_a_later_group_applies_nothing() {
+    let mut f = Fleet::new();
+    f.pool(pool_spec(
+        "lan",
+        "10.9.0.0/24",
+        None,
+        "10.9.0.10",
+        "10.9.0.11",
+    ));
+    let now = f.now;
+    // The leader's group commit: one chain per client's write.
+    let group = |writes: Vec<Command>| Command::Batch {
+        chains: writes.into_iter().map(|w| vec![w]).collect(),
+    };
+    let CommandReply::Batch(first) = f.ok(group(vec![
+        once(1, 0, now, alloc("a", now)),
+        once(2, 0, now, alloc("b", now)),
+        // The pool has two addresses: this one is refused, the others are not affected.
+        once(3, 0, now, alloc("c", now)),
+        once(4, 0, now, Command::Batch { chains: vec![] }),
+    ])) else {
+        panic!("not a batch reply");
+    };
+    assert!(matches!(first[0][0], CommandReply::Ip { .. }), "{first:?}");
+    assert!(matches!(first[1][0], CommandReply::Ip { .. }), "{first:?}");
+    assert!(
+        matches!(
+            first[2][0],
+            CommandReply::Refused(StateError::IpsExhausted { .. })
+        ),
+        "{first:?}"
+    );
+    assert!(
+        matches!(first[3][0], CommandReply::Refused(StateError::Conflict(_))),
+        "batches do not nest, not even inside a request: {first:?}"
+    );
+    assert_eq!(held(&f), 2);
+    // Request 2's reply was lost with the leader; its retry lands in another group, beside a
+    // new request that frees an address first.
+    let release = match &first[0][0] {
+        CommandReply::Ip { address, .. } => Command::ReleaseIp {
+            pool: "lan".into(),
+            address: *address,
+            now,
+        },
+        other => panic!("not an address: {other:?}"),
+    };
+    let CommandReply::Batch(second) = f.ok(group(vec![
+        once(5, 0, now, release),
+        once(2, 0, now + 900, alloc("b", now + 900)),
+        once(3, 0, now + 900, alloc("c", now + 900)),
+    ])) else {
+        panic!("not a batch reply");
+    };
+    assert_eq!(
+        second[1][0], first[1][0],
+        "the retry answers its first reply"
+    );
+    assert_eq!(
+        second[2][0], first[2][0],
+        "a refusal is answered again, not retried"
+    );
+    assert_eq!(held(&f), 1, "one released, nothing allocated twice");
+    // Request 4 was refused by the batch before it ran: nothing to remember.
+    assert_eq!(f.state.requests().len(), 4);
 }
