@@ -34,8 +34,11 @@ impl Ctx {
     /// A request that came from another coordinator is not forwarded again (it was forwarded
     /// once already): it is answered `NotLeader` with the hint, and its sender re-routes.
     ///
-    /// Only failures that prove nothing was applied (`NotLeader`, a dial that sent nothing)
-    /// are retried; a forwarded call whose reply was lost is reported as `Unavailable`.
+    /// Failures that prove nothing was applied (`NotLeader`, a dial that sent nothing) are
+    /// retried. A forward whose leader lost its leadership or whose reply was lost is
+    /// forwarded again (to the next leader, as soon as one is elected) when that is safe
+    /// (`Ctx::forward_again_is_safe`: a client's request at a cluster version that
+    /// remembers requests), else reported as `Unavailable`.
     pub(crate) async fn on_leader<R, F, Fut>(
         &self,
         caller: &Caller,
@@ -49,10 +52,12 @@ impl Ctx {
     {
         let from_member = caller.peer.is_some_and(|p| p.role == Role::Coordinator);
         let mut last = None;
-        for attempt in 0..ROUTE_ATTEMPTS {
-            if attempt > 0 {
+        let mut pause = false;
+        for _ in 0..ROUTE_ATTEMPTS {
+            if pause {
                 tokio::time::sleep(REROUTE_PAUSE).await;
             }
+            pause = true;
             let leader = self.leader().await?;
             if leader.id == self.node_id {
                 match local(req.clone()).await {
@@ -69,12 +74,19 @@ impl Ctx {
             let forwarded = tokio::select! {
                 outcome = self.forwarder.call(&leader, &req) => outcome,
                 () = self.leader_moved_from(leader.id) => {
-                    return Err(RemoteError::unavailable(format!(
+                    let lost = RemoteError::unavailable(format!(
                         "{}: leader {} lost its leadership while the request was forwarded to it; \
                          the request may or may not have been applied: check before retrying",
                         R::METHOD,
                         leader.id
-                    )));
+                    ));
+                    if !self.forward_again_is_safe() {
+                        return Err(lost);
+                    }
+                    // `leader()` waits for the election: no pause before asking it.
+                    last = Some(lost);
+                    pause = false;
+                    continue;
                 }
             };
             match forwarded {
@@ -87,17 +99,33 @@ impl Ctx {
                     last = Some(RemoteError::unavailable(e.to_string()));
                 }
                 Err(ForwardError::Call(e)) => {
-                    return Err(RemoteError::unavailable(format!(
+                    let unanswered = RemoteError::unavailable(format!(
                         "{}: forwarded to leader {} at {} but got no answer ({e}); the request \
                          may or may not have been applied: check before retrying",
                         R::METHOD,
                         leader.id,
                         leader.addr
-                    )));
+                    ));
+                    if !self.forward_again_is_safe() {
+                        return Err(unanswered);
+                    }
+                    last = Some(unanswered);
                 }
             }
         }
         Err(last.unwrap_or_else(|| self.not_leader()))
+    }
+
+    /// Whether a request whose forward may have been applied can be forwarded again: it runs
+    /// as a client's request (its id travels with the forward) and the cluster tags writes
+    /// with request ids, so a second forward that reaches a leader which applied the first
+    /// is answered the first reply, not applied again (rule 9, docs/design/coordinator.md).
+    /// Without that, the caller is told it may or may not have been applied.
+    fn forward_again_is_safe(&self) -> bool {
+        transport::once::current().is_some()
+            && self
+                .read_local(FleetState::cluster_version)
+                .is_ok_and(|v| v >= protocol::version::REQUESTS)
     }
 
     /// Resolves once this member's Raft no longer names `from` as the leader (an election
