@@ -39,10 +39,11 @@ fn owners(cluster: &Cluster) -> BTreeMap<String, Vec<IpAddr>> {
     out
 }
 
-#[test]
-fn a_write_whose_leader_died_between_commit_and_reply_is_applied_once() {
-    let root = tempfile::tempdir().unwrap();
-    let marker = root.path().join("died-after-commit");
+/// Three voters as processes, armed so that the member that commits the first
+/// `admin.allocate_ip` aborts before it replies (the fault point writes `marker` first), and
+/// an address pool `lan`. Returns the cluster and the marker's path.
+fn armed_cluster(dir: &std::path::Path) -> (Cluster, std::path::PathBuf) {
+    let marker = dir.join("died-after-commit");
     let arm = format!("admin.allocate_ip={}", marker.display());
     let mut cluster = Cluster::found(&["--abort-after-commit", &arm]);
     for _ in 0..2 {
@@ -51,7 +52,7 @@ fn a_write_whose_leader_died_between_commit_and_reply_is_applied_once() {
         cluster.join(&token, via);
     }
     cluster.wait_status("three voters", Duration::from_secs(90), |v| voters(v) == 3);
-    let pool = root.path().join("pool.toml");
+    let pool = dir.join("pool.toml");
     std::fs::write(
         &pool,
         "[[pool]]\nname = \"lan\"\ncidr = \"10.60.0.0/16\"\nrange_start = \"10.60.0.10\"\nrange_end = \"10.60.0.250\"\n",
@@ -63,6 +64,13 @@ fn a_write_whose_leader_died_between_commit_and_reply_is_applied_once() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    (cluster, marker)
+}
+
+#[test]
+fn a_write_whose_leader_died_between_commit_and_reply_is_applied_once() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut cluster, marker) = armed_cluster(root.path());
     let leader = cluster.leader_index();
 
     let started = Instant::now();
@@ -93,27 +101,7 @@ fn a_write_whose_leader_died_between_commit_and_reply_is_applied_once() {
 fn a_write_forwarded_by_a_follower_whose_leader_died_after_commit_is_applied_once() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let root = tempfile::tempdir().unwrap();
-    let marker = root.path().join("died-after-commit");
-    let arm = format!("admin.allocate_ip={}", marker.display());
-    let mut cluster = Cluster::found(&["--abort-after-commit", &arm]);
-    for _ in 0..2 {
-        let token = cluster.coordinator_token();
-        let via = cluster.member(0).listen;
-        cluster.join(&token, via);
-    }
-    cluster.wait_status("three voters", Duration::from_secs(90), |v| voters(v) == 3);
-    let pool = root.path().join("pool.toml");
-    std::fs::write(
-        &pool,
-        "[[pool]]\nname = \"lan\"\ncidr = \"10.61.0.0/16\"\nrange_start = \"10.61.0.10\"\nrange_end = \"10.61.0.250\"\n",
-    )
-    .unwrap();
-    let out = cluster.cli(&["pool", "apply", "-f", pool.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (mut cluster, marker) = armed_cluster(root.path());
     let leader = cluster.leader_index();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let followers_only = {

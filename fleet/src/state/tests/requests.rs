@@ -26,6 +26,11 @@ fn once(id: u8, seq: u32, now: u64, command: Command) -> Command {
     }
 }
 
+/// Pool `lan`: 10.9.0.10 up to `last`.
+fn lan(f: &mut Fleet, last: &str) {
+    f.pool(pool_spec("lan", "10.9.0.0/24", None, "10.9.0.10", last));
+}
+
 fn held(f: &Fleet) -> usize {
     f.state
         .ip_pools()
@@ -37,13 +42,7 @@ fn held(f: &Fleet) -> usize {
 #[test]
 fn the_same_request_applies_once_and_answers_its_first_reply() {
     let mut f = Fleet::new();
-    f.pool(pool_spec(
-        "lan",
-        "10.9.0.0/24",
-        None,
-        "10.9.0.10",
-        "10.9.0.20",
-    ));
+    lan(&mut f, "10.9.0.20");
     let now = f.now;
     let first = f.ok(once(1, 0, now, alloc("db", now)));
     assert!(matches!(first, CommandReply::Ip { .. }), "{first:?}");
@@ -67,13 +66,7 @@ fn a_refused_request_is_refused_again_without_applying() {
     let refused = f.run(once(3, 0, now, alloc("db", now)));
     assert!(matches!(refused, CommandReply::Refused(_)), "{refused:?}");
     // The pool appears meanwhile: the retry still answers the first reply, nothing applied.
-    f.pool(pool_spec(
-        "lan",
-        "10.9.0.0/24",
-        None,
-        "10.9.0.10",
-        "10.9.0.20",
-    ));
+    lan(&mut f, "10.9.0.20");
     assert_eq!(f.run(once(3, 0, now, alloc("db", now))), refused);
     assert_eq!(held(&f), 0);
     // A request cannot wrap another.
@@ -85,13 +78,7 @@ fn a_refused_request_is_refused_again_without_applying() {
 #[test]
 fn replies_are_forgotten_after_the_memory_time_and_the_snapshot_keeps_them() {
     let mut f = Fleet::new();
-    f.pool(pool_spec(
-        "lan",
-        "10.9.0.0/24",
-        None,
-        "10.9.0.10",
-        "10.9.0.20",
-    ));
+    lan(&mut f, "10.9.0.20");
     let t0 = f.now;
     f.ok(once(1, 0, t0, alloc("a", t0)));
     // The v2 snapshot carries the memory; v1 cannot, and refuses rather than drop it.
@@ -109,13 +96,7 @@ fn replies_are_forgotten_after_the_memory_time_and_the_snapshot_keeps_them() {
 #[test]
 fn requests_grouped_in_one_entry_apply_alone_and_a_retry_in_a_later_group_applies_nothing() {
     let mut f = Fleet::new();
-    f.pool(pool_spec(
-        "lan",
-        "10.9.0.0/24",
-        None,
-        "10.9.0.10",
-        "10.9.0.11",
-    ));
+    lan(&mut f, "10.9.0.11");
     let now = f.now;
     // The leader's group commit: one chain per client's write.
     let group = |writes: Vec<Command>| Command::Batch {
