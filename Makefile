@@ -4,7 +4,7 @@ CARGO ?= cargo
 PYENV := target/pyenv
 PYTHON := $(PYENV)/bin/python
 
-.PHONY: verify fmt clippy doc test deny pyenv faketime demo bench clean-pyenv package-test deb lint-deb golden upgrade-test
+.PHONY: verify fmt clippy doc test deny pyenv faketime browser-deps demo bench clean-pyenv package-test deb lint-deb golden upgrade-test
 
 verify: fmt clippy doc pyenv test package-test deny
 
@@ -30,7 +30,12 @@ FAKETIME_LIB := /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
 faketime:
 	@test -e $(FAKETIME_LIB) || apt-get install -y libfaketime
 
-test: pyenv faketime
+# The dashboard's browser tests (tests/tests/it/dashboard.rs) and bench drive Debian's headless
+# Chromium through its WebDriver; installed here when missing (the tests fail without them).
+browser-deps:
+	@command -v chromedriver >/dev/null || apt-get install -y --no-install-recommends chromium chromium-driver
+
+test: pyenv faketime browser-deps
 	@if command -v cargo-nextest >/dev/null 2>&1; then \
 		PVEFLEET_PYTHON=$(CURDIR)/$(PYTHON) $(CARGO) nextest run --workspace --locked --no-fail-fast \
 			-E 'not binary(packaging) and not binary(rolling_upgrade)'; \

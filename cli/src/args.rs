@@ -55,6 +55,9 @@ pub enum Command {
     /// Join tokens for new agents and coordinators.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// The web dashboard the members serve (when configured): one-time login links.
+    #[command(subcommand)]
+    Dashboard(DashboardCommand),
     /// Operator identities: admin certificates, one per person or tool, revocable by id.
     #[command(subcommand)]
     Admin(AdminCommand),
@@ -210,6 +213,29 @@ pub enum TokenCommand {
         /// The token's id (`pvefleet token ls`).
         id: String,
     },
+}
+
+/// `pvefleet dashboard ...`
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum DashboardCommand {
+    /// Print a one-time login link for the web dashboard (valid 15 minutes unless widened;
+    /// the cluster keeps only its hash). The session it opens acts as you, until you are
+    /// revoked or it expires.
+    Login(DashboardLoginArgs),
+}
+
+/// `pvefleet dashboard login`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct DashboardLoginArgs {
+    /// The session can look but not act (no start/stop, migration, maintenance, VIP move).
+    #[arg(long)]
+    pub read_only: bool,
+    /// How long the link waits to be used (e.g. 15m, 1h; at most 24h).
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
+    pub ttl: Duration,
+    /// The dashboard's address [default: https://<first coordinator's host>:7443].
+    #[arg(long, value_name = "https://HOST:PORT", env = "PVEFLEET_DASHBOARD_URL")]
+    pub url: Option<String>,
 }
 
 /// `pvefleet token create`

@@ -96,6 +96,8 @@ pub struct RunConfig {
     /// How often the member checks whether its certificate is due for renewal (also once at
     /// start); [`DEFAULT_RENEW_CHECK`] unless a test wants it sooner. At least a second.
     pub renew_check: Duration,
+    /// The web dashboard, if this member serves one.
+    pub dashboard: Option<crate::dashboard::settings::DashboardConfig>,
 }
 
 impl RunConfig {
@@ -106,6 +108,7 @@ impl RunConfig {
             http: None,
             snapshot_logs: None,
             renew_check: DEFAULT_RENEW_CHECK,
+            dashboard: None,
         }
     }
 }

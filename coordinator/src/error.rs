@@ -79,6 +79,9 @@ pub enum CoordinatorError {
         #[source]
         source: TransportError,
     },
+    /// The dashboard's certificate could not be loaded.
+    #[error("dashboard: {0}")]
+    DashboardTls(#[from] crate::dashboard::tls::DashboardTlsError),
     /// The local HTTP port could not be bound.
     #[error("HTTP listener on {addr}: {source}")]
     HttpBind {

@@ -1,7 +1,8 @@
 //! The coordinator daemon (`pvefleet-coordinator`): the runtime around the pure `fleet` core.
 //! It wires the fleet state into Raft as the replicated machine, serves the Admin, Join, Agent
 //! and renewal services, runs the leader's control loop (the reconciler's effects: proposals
-//! and agent commands), and serves local HTTP metrics and health.
+//! and agent commands), serves local HTTP metrics and health, and (when configured) the web
+//! dashboard.
 //!
 //! ```text
 //!  pvefleet CLI ──admin RPC──▶ service ──forward──▶ leader ──Raft log──▶ machine (fleet::state)
@@ -11,6 +12,7 @@
 
 pub mod config;
 mod control;
+pub mod dashboard;
 pub mod error;
 pub mod fault_point;
 mod forward;

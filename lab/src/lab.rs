@@ -71,6 +71,9 @@ pub struct LabOptions {
     pub log_filter: String,
     /// Extra arguments of every `pvefleet-coordinator run` (e.g. `--snapshot-logs 50`).
     pub member_args: Vec<String>,
+    /// Every member serves the web dashboard on a free port of 127.0.0.1 (its member
+    /// certificate), listing scenario reports from the lab's `scenarios` directory.
+    pub dashboard: bool,
 }
 
 impl LabOptions {
@@ -85,6 +88,7 @@ impl LabOptions {
             stderr: Stderr::Log,
             log_filter: "info".to_string(),
             member_args: Vec::new(),
+            dashboard: false,
         }
     }
 }
@@ -111,6 +115,8 @@ impl MemberAt {
 struct MemberReady {
     node_id: u64,
     http: String,
+    #[serde(default)]
+    dashboard: Option<String>,
 }
 
 /// One coordinator member.
@@ -126,6 +132,8 @@ pub struct Member {
     pub dir: PathBuf,
     /// The local HTTP address of its current run (`/metrics`, `/healthz`, `/readyz`).
     pub http: Option<String>,
+    /// Its dashboard's HTTPS address in its current run, if it serves one.
+    pub dashboard: Option<String>,
     /// Its log file.
     pub log: PathBuf,
     /// The network namespace it runs in (`None`: the lab's own).
@@ -496,6 +504,7 @@ impl Lab {
             listen,
             dir,
             http: None,
+            dashboard: None,
             log: self.layout.coordinator_log(n),
             netns,
             process: None,
@@ -513,7 +522,16 @@ impl Lab {
         }
         let program = self.options.binaries.path(COORDINATOR)?;
         let (stderr, filter) = (self.options.stderr, self.options.log_filter.clone());
-        let args = self.options.member_args.clone();
+        let mut args = self.options.member_args.clone();
+        if self.options.dashboard {
+            let scenarios = self.layout.root.join("scenarios");
+            args.extend([
+                "--dashboard".to_string(),
+                "127.0.0.1:0".to_string(),
+                "--scenario-dir".to_string(),
+                scenarios.display().to_string(),
+            ]);
+        }
         let member = self
             .members
             .get_mut(i)
@@ -530,6 +548,7 @@ impl Lab {
         let ready: MemberReady = parse_ready(&process, &line)?;
         member.node_id = ready.node_id;
         member.http = Some(ready.http);
+        member.dashboard = ready.dashboard;
         member.process = Some(process);
         Ok(())
     }

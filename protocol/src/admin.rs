@@ -7,6 +7,7 @@
 
 mod admins;
 mod cluster;
+mod dashboard;
 mod doctor;
 mod fleet_apply;
 mod host_admin;
@@ -27,6 +28,9 @@ pub use admins::{AdminAdd, AdminAddReply, AdminList, AdminListReply, AdminRevoke
 pub use cluster::{
     ClusterStatus, ClusterStatusReply, FleetGet, HostList, HostListReply, MemberList,
     MemberListReply, MemberRemove, MemberStatus, SettingsGet, SettingsPut, SettingsReply,
+};
+pub use dashboard::{
+    DashboardLoginCreate, DashboardLoginCreated, DashboardLoginRedeem, DashboardLoginRedeemed,
 };
 pub use doctor::{
     DIAGNOSE_WAIT, Doctor, DoctorReport, Finding, HostCheck, MemberCheck, MemberFacts,

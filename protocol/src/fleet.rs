@@ -13,6 +13,7 @@
 mod admin;
 mod alloc;
 mod cluster;
+mod dashboard_login;
 mod event;
 mod host_v1;
 mod leaving;
@@ -30,6 +31,10 @@ pub use alloc::{AllocationOwner, IpAllocation, IpPool, Vip, VmidAllocation, Vmid
 pub use cluster::{
     Capacity, Host, HostFacts, HostState, Member, MemberRole, Settings, validate_host,
     validate_member_addr, validate_settings,
+};
+pub use dashboard_login::{
+    DASHBOARD_LOGIN_DEFAULT_TTL_SECS, DASHBOARD_LOGIN_MAX_TTL_SECS, DashboardLogin,
+    DashboardLoginRefusal,
 };
 pub use event::{Event, EventKind, EventLevel};
 pub use host_v1::HostV1;

@@ -87,6 +87,10 @@ pub const BATCHES: Version = Version(2);
 /// (`pvefleet host remove`).
 pub const HOST_ADMIN: Version = Version(2);
 
+/// The version that introduced the web dashboard's one-time logins:
+/// `Command::AddDashboardLogin` and `Command::UseDashboardLogin` (`pvefleet dashboard login`).
+pub const DASHBOARD: Version = Version(2);
+
 impl Version {
     /// Whether this build reads and writes `self`.
     pub fn is_supported(self) -> bool {

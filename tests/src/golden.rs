@@ -886,6 +886,23 @@ pub fn commands() -> Vec<Command> {
             now,
         },
         Command::RemoveHost { id: 12, now },
+        // Encoding v2: a read-only dashboard login minted by admin 2 (alice), then redeemed.
+        Command::AddDashboardLogin {
+            record: protocol::fleet::DashboardLogin {
+                id: "abcdefghijkl".into(),
+                secret_sha256: "ab".repeat(32),
+                issuer: 2,
+                read_only: true,
+                created_at: now,
+                expires_at: now + 900_000,
+                used: false,
+            },
+        },
+        Command::UseDashboardLogin {
+            id: "abcdefghijkl".into(),
+            secret_sha256: "ab".repeat(32),
+            now,
+        },
     ]
 }
 
@@ -1636,6 +1653,30 @@ fn wire_samples(out: &mut Vec<Golden>) {
                 last_seen_ms: Some(1200),
                 resources: heartbeat().inventory.map(|i| i.resources),
             }],
+        },
+    );
+    rpc(
+        out,
+        admin::DashboardLoginCreate {
+            read_only: true,
+            ttl_secs: Some(900),
+            issuer: Some(1),
+        },
+        admin::DashboardLoginCreated {
+            token: "abcdefghijkl.secret".into(),
+            expires_at: 1_800_000_900_000,
+            read_only: true,
+        },
+    );
+    rpc(
+        out,
+        admin::DashboardLoginRedeem {
+            id: "abcdefghijkl".into(),
+            secret_sha256: "ab".repeat(32),
+        },
+        admin::DashboardLoginRedeemed {
+            issuer: 1,
+            read_only: true,
         },
     );
     rpc(

@@ -13,7 +13,10 @@
 #![allow(clippy::expect_used)]
 
 pub mod architecture;
+pub mod browser;
 pub mod coord_cluster;
+pub mod dashboard_http;
+pub mod demo_process;
 pub mod fleet;
 pub mod golden;
 pub mod https_sim;

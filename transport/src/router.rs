@@ -89,6 +89,39 @@ impl Router {
             .is_some_and(|methods| methods.contains_key(method))
     }
 
+    /// Calls this router's own handler for `R` in process, as `caller`, through the same
+    /// decoding, handler and encoding a call from the network takes (an embedded front end,
+    /// such as a member's dashboard, acts through the very path the CLI does). With `request`,
+    /// the call runs as that request id ([`once::scope`]): a repeated id applies once.
+    ///
+    /// # Errors
+    /// The handler's refusal, or `Internal` if the request or reply cannot be encoded.
+    pub async fn call_local<R: Rpc>(
+        &self,
+        caller: Caller,
+        req: &R,
+        request: Option<protocol::RequestId>,
+    ) -> Result<R::Response, RemoteError> {
+        let version = protocol::version::CURRENT;
+        let body = versioned_body::encode_request(req, version)
+            .map_err(|e| RemoteError::internal(format!("{}: {e}", R::METHOD)))?;
+        let reply = match request {
+            Some(id) => {
+                let envelope = OnceEnvelope {
+                    request: id,
+                    method: R::METHOD.to_string(),
+                    body,
+                };
+                let wrapped = crate::frame::encode(&envelope)
+                    .map_err(|e| RemoteError::internal(format!("{}: {e}", R::METHOD)))?;
+                self.dispatch(caller, once::ONCE_METHOD, wrapped).await?
+            }
+            None => self.dispatch(caller, R::METHOD, body).await?,
+        };
+        versioned_body::decode_response::<R>(&reply)
+            .map_err(|e| RemoteError::internal(format!("{}: {e}", R::METHOD)))
+    }
+
     /// Runs the handler for `method`, or answers `UnknownMethod`. A call wrapped as
     /// [`once::ONCE_METHOD`] runs its inner method's handler as its request ([`once::scope`]).
     pub(crate) fn dispatch(&self, caller: Caller, method: &str, body: Vec<u8>) -> Reply {

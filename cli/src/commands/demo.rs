@@ -35,7 +35,8 @@ use client::AdminClient;
 use error::DemoError;
 use lab::{Binaries, HostOptions, Lab, LabOptions};
 use protocol::Role;
-use report::{DemoReady, HostInfo, MemberInfo};
+use protocol::admin::DashboardLoginCreate;
+use report::{DashboardInfo, DemoReady, HostInfo, MemberInfo};
 
 /// How often the demo looks at the fleet while it converges.
 const POLL: Duration = Duration::from_millis(500);
@@ -53,6 +54,7 @@ pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<()
     options.dir.clone_from(&args.dir);
     options.prefix = "pvefleet-demo".to_string();
     options.cluster_id = "demo".to_string();
+    options.dashboard = true;
     let mut demo = Lab::new(options).map_err(DemoError::from)?;
     eprintln!(
         "pvefleet demo: {} and {} on 127.0.0.1\n  state: {}\n  logs:  {}",
@@ -73,7 +75,7 @@ pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<()
         }
         Some(Err(e)) => Err(e.into()),
         Some(Ok(())) => {
-            let shown = show(session, &demo, &bins, &fleet, !args.exit_when_ready).await;
+            let shown = show(session, &mut demo, &bins, &fleet, !args.exit_when_ready).await;
             if shown.is_ok() && !args.exit_when_ready {
                 keep_running(&mut demo).await;
             }
@@ -263,11 +265,14 @@ async fn vips_held(client: &AdminClient, fleet: &FleetSpecFile) -> bool {
 /// json`, one document describing the demo instead.
 async fn show(
     session: &mut Session<'_>,
-    demo: &Lab,
+    demo: &mut Lab,
     bins: &Binaries,
     fleet: &FleetSpecFile,
     keeps_running: bool,
 ) -> Result<(), CliError> {
+    let pids: Vec<Option<u32>> = (0..demo.members().len())
+        .map(|i| demo.pid(lab::Part::Member(i)))
+        .collect();
     let ready = DemoReady {
         dir: demo.layout().root.clone(),
         cli_config: demo.cli_config(),
@@ -276,9 +281,11 @@ async fn show(
         coordinators: demo
             .members()
             .iter()
-            .map(|m| MemberInfo {
+            .zip(pids)
+            .map(|(m, pid)| MemberInfo {
                 node_id: m.node_id,
                 addr: m.listen.to_string(),
+                pid,
             })
             .collect(),
         hosts: demo
@@ -291,6 +298,7 @@ async fn show(
             .collect(),
         vms: fleet.vm.iter().map(|v| v.name.clone()).collect(),
         vips: fleet.vip.iter().map(|v| v.name.clone()).collect(),
+        dashboard: dashboard(demo).await,
     };
     if session.cli.output == OutputFormat::Json {
         let text = json(&ready).map_err(|e| CliError::Output(e.to_string()))?;
@@ -306,6 +314,41 @@ async fn show(
         listing(session, &config, &["vip", "ls"]).await?;
     }
     write_out(session, &format!("\n{}", ready.instructions(keeps_running)))
+}
+
+/// Coordinator 1's dashboard with a one-time login link (an hour to use it), and the last
+/// host's agent to stop; `None` if it cannot be had (said on stderr: the demo goes on).
+async fn dashboard(demo: &mut Lab) -> Option<DashboardInfo> {
+    let addr = demo.members().first()?.dashboard.clone()?;
+    let base = format!("https://{addr}");
+    let request = DashboardLoginCreate {
+        read_only: false,
+        ttl_secs: Some(3600),
+        issuer: None,
+    };
+    let minted = match demo.client() {
+        Ok(client) => {
+            let minted = client.call(&request).await;
+            client.close().await;
+            minted.map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    let token = match minted {
+        Ok(reply) => reply.token,
+        Err(e) => {
+            eprintln!("no dashboard login could be minted: {e}");
+            return None;
+        }
+    };
+    let last = demo.agents().len().checked_sub(1)?;
+    let host = demo.agents().get(last)?.host.clone();
+    Some(DashboardInfo {
+        login: super::dashboard::login_url(&base, &token),
+        base,
+        host_pid: demo.pid(lab::Part::Agent(last)),
+        host,
+    })
 }
 
 /// Runs one CLI command against the demo's cluster as a table on the session's output.

@@ -7,6 +7,7 @@ mod admin;
 mod alloc;
 mod apply;
 mod cluster;
+mod dashboard;
 mod demo;
 mod doctor;
 mod events;
@@ -40,6 +41,7 @@ pub(crate) async fn dispatch(session: &mut Session<'_>, command: &Command) -> Re
         Command::Cluster(c) => cluster::run(session, c).await,
         Command::Member(c) => member::run(session, c).await,
         Command::Token(c) => token::run(session, c).await,
+        Command::Dashboard(c) => dashboard::run(session, c).await,
         Command::Admin(c) => admin::run(session, c).await,
         Command::Vm(c) => vm::run(session, c).await,
         Command::Pool(c) => pool::run(session, c).await,

@@ -155,6 +155,15 @@ enum Cmd {
         /// Build a Raft snapshot every N log entries (and keep at most N behind it).
         #[arg(long, value_name = "N")]
         snapshot_logs: Option<u64>,
+        /// Serve the web dashboard over HTTPS on this address (port 0 picks one) [default:
+        /// listen of the configuration's dashboard table; none without one]. Log in with
+        /// `pvefleet dashboard login`.
+        #[arg(long, value_name = "ADDR:PORT")]
+        dashboard: Option<SocketAddr>,
+        /// Where the dashboard lists `pvefleet sim run --report` reports from [default:
+        /// scenario_dir of the configuration's dashboard table, /var/lib/pvefleet/scenarios].
+        #[arg(long, value_name = "DIR")]
+        scenario_dir: Option<PathBuf>,
         /// Abort after committing a write of admin METHOD, before replying, once per
         /// cluster (the first member to create MARKER dies there; tests only).
         #[arg(long, hide = true, value_name = "METHOD=MARKER")]
@@ -392,6 +401,8 @@ async fn dispatch(cmd: Cmd, configured: &Configured) -> anyhow::Result<()> {
             data_dir,
             http,
             snapshot_logs,
+            dashboard,
+            scenario_dir,
             abort_after_commit,
             renew_check_secs,
             lease_secs,
@@ -406,11 +417,25 @@ async fn dispatch(cmd: Cmd, configured: &Configured) -> anyhow::Result<()> {
             // What init recorded; an unreadable directory is reported when the member starts.
             let recorded = NodeSettings::load(&data_dir).ok().and_then(|s| s.http);
             let http = http_address(http, file.http, recorded);
+            let mut dashboard = match (&file.dashboard, dashboard) {
+                (Some(table), flag) => Some(table.config(flag)),
+                (None, Some(listen)) => Some(coordinator::dashboard::DashboardConfig {
+                    listen,
+                    cert: coordinator::dashboard::DashboardCert::Member,
+                    session: coordinator::dashboard::DEFAULT_SESSION,
+                    scenario_dir: coordinator::dashboard::DEFAULT_SCENARIO_DIR.into(),
+                }),
+                (None, None) => None,
+            };
+            if let (Some(d), Some(dir)) = (dashboard.as_mut(), scenario_dir) {
+                d.scenario_dir = dir;
+            }
             run(
                 RunConfig {
                     data_dir,
                     http: Some(http),
                     snapshot_logs,
+                    dashboard,
                     renew_check: Duration::from_secs(renew_check_secs),
                 },
                 ControlConfig {

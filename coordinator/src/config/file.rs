@@ -13,6 +13,13 @@
 //! resync_secs = 30
 //! ip_wait_secs = 60
 //! log = "info,openraft=warn"      # RUST_LOG wins
+//!
+//! [dashboard]                      # absent: no dashboard (the default)
+//! listen = "10.0.0.1:7443"         # HTTPS; `run --dashboard` wins
+//! cert = "/etc/pvefleet/dashboard.crt"  # with key: the operator's certificate (default: the member's)
+//! key = "/etc/pvefleet/dashboard.key"
+//! session_hours = 8
+//! scenario_dir = "/var/lib/pvefleet/scenarios"
 //! ```
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -71,6 +78,60 @@ pub struct CoordinatorConfig {
     /// environment variable wins over it.
     #[serde(default = "default_log")]
     pub log: String,
+    /// The web dashboard (`[dashboard]`); absent = none.
+    #[serde(default)]
+    pub dashboard: Option<DashboardFile>,
+}
+
+/// The `[dashboard]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DashboardFile {
+    /// The HTTPS address (`run --dashboard` wins).
+    pub listen: SocketAddr,
+    /// A PEM certificate chain the operator supplies (with `key`); absent = the member's own
+    /// certificate of the cluster CA.
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    /// The PEM private key of `cert`.
+    #[serde(default)]
+    pub key: Option<PathBuf>,
+    /// How long a dashboard session lasts, in hours (1 to 168).
+    #[serde(default = "default_session_hours")]
+    pub session_hours: u64,
+    /// Where `pvefleet sim run --report` reports are listed from.
+    #[serde(default = "default_scenario_dir")]
+    pub scenario_dir: PathBuf,
+}
+
+fn default_session_hours() -> u64 {
+    crate::dashboard::settings::DEFAULT_SESSION.as_secs() / 3600
+}
+
+fn default_scenario_dir() -> PathBuf {
+    PathBuf::from(crate::dashboard::settings::DEFAULT_SCENARIO_DIR)
+}
+
+impl DashboardFile {
+    /// The dashboard these settings describe, listening on `listen` if given.
+    pub fn config(
+        &self,
+        listen: Option<SocketAddr>,
+    ) -> crate::dashboard::settings::DashboardConfig {
+        use crate::dashboard::settings::{DashboardCert, DashboardConfig};
+        DashboardConfig {
+            listen: listen.unwrap_or(self.listen),
+            cert: match (&self.cert, &self.key) {
+                (Some(cert), Some(key)) => DashboardCert::Files {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                },
+                _ => DashboardCert::Member,
+            },
+            session: Duration::from_secs(self.session_hours.saturating_mul(3600)),
+            scenario_dir: self.scenario_dir.clone(),
+        }
+    }
 }
 
 impl Default for CoordinatorConfig {
@@ -83,6 +144,7 @@ impl Default for CoordinatorConfig {
             resync_secs: default_resync_secs(),
             ip_wait_secs: default_ip_wait_secs(),
             log: default_log(),
+            dashboard: None,
         }
     }
 }
@@ -206,6 +268,22 @@ impl CoordinatorConfig {
                 "ip_wait_secs",
                 outside(self.ip_wait_secs.to_string(), range),
             ));
+        }
+        if let Some(d) = &self.dashboard {
+            if d.cert.is_some() != d.key.is_some() {
+                return Err((
+                    "dashboard.cert",
+                    "cert and key go together: give both (the operator's certificate) or \
+                     neither (the member's own)"
+                        .into(),
+                ));
+            }
+            if !(1..=168).contains(&d.session_hours) {
+                return Err((
+                    "dashboard.session_hours",
+                    outside(d.session_hours.to_string(), "1..=168 hours".into()),
+                ));
+            }
         }
         if let Err(e) = daemon::logging::check_filter(&self.log) {
             return Err(("log", format!("'{}' is not a log filter: {e}", self.log)));

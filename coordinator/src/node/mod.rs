@@ -70,6 +70,7 @@ pub struct RunningNode {
     endpoint: Endpoint,
     listen: SocketAddr,
     http: SocketAddr,
+    dashboard: Option<SocketAddr>,
     server: JoinHandle<Result<(), TransportError>>,
     tasks: TaskTracker,
     serve: CancellationToken,
@@ -182,6 +183,25 @@ impl CoordinatorNode {
         admin::register(&mut router, &ctx);
         agent::register(&mut router, &ctx);
         crate::service::renew::register(&mut router, &ctx);
+        let dashboard = match &config.dashboard {
+            Some(d) => {
+                let parts = (
+                    router.clone(),
+                    raft.clone(),
+                    machine.clone(),
+                    cluster.node_id,
+                );
+                match crate::dashboard::Dashboard::bind(d, &tls, parts).await {
+                    Ok(dash) => Some(dash),
+                    Err(e) => {
+                        let _ = raft.shutdown().await;
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
+        let dashboard_addr = dashboard.as_ref().and_then(|d| d.local_addr().ok());
         let server = Server::new(endpoint.clone(), router).with_gate(crate::gate::gate(machine));
 
         let serve = CancellationToken::new();
@@ -189,6 +209,9 @@ impl CoordinatorNode {
         let tasks = TaskTracker::new();
         let server = tokio::spawn(server.run(serve.clone()));
         tasks.spawn(HttpServer::new(listener, raft.clone(), metrics).run(serve.clone()));
+        if let Some(dashboard) = dashboard {
+            tasks.spawn(dashboard.run(serve.clone()));
+        }
         let renewal = renew::SelfRenewal {
             ctx: Arc::clone(&ctx),
             endpoint: endpoint.clone(),
@@ -217,6 +240,7 @@ impl CoordinatorNode {
             node_id: cluster.node_id,
             listen: settings.listen.to_string(),
             http: http.to_string(),
+            dashboard: dashboard_addr.map(|a| a.to_string()),
         };
         let seeds = cluster
             .members
@@ -245,6 +269,7 @@ impl CoordinatorNode {
             endpoint,
             listen: settings.listen,
             http,
+            dashboard: dashboard_addr,
             server,
             tasks,
             serve,
@@ -263,6 +288,11 @@ impl RunningNode {
     /// The QUIC address it serves on.
     pub fn listen_addr(&self) -> SocketAddr {
         self.listen
+    }
+
+    /// The dashboard's HTTPS address, if it serves one (the actual port when bound to port 0).
+    pub fn dashboard_addr(&self) -> Option<SocketAddr> {
+        self.dashboard
     }
 
     /// The local HTTP address (the actual port when bound to port 0).

@@ -13,4 +13,7 @@ pub struct ReadyLine {
     pub listen: String,
     /// Its local HTTP address.
     pub http: String,
+    /// Its dashboard's HTTPS address, if it serves one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<String>,
 }

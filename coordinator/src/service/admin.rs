@@ -15,6 +15,7 @@ use protocol::admin::{
     TokenList, TokenRevoke, VipApply, VipDelete, VipList, VmApply, VmDelete, VmGet, VmList,
     VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
+use protocol::admin::{DashboardLoginCreate, DashboardLoginRedeem};
 use protocol::admin::{Doctor, HostLabel, HostRemove, MemberFactsQuery};
 use protocol::admin::{
     HostMaintenance, HostStatus, RebalancePlan, VipMove, VipStatus, VmExplain, VmMigrate,
@@ -233,6 +234,33 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
         ctx.on_leader(&caller, req, |_| {
             let ctx = Arc::clone(&ctx);
             async move { ctx.doctor().await }
+        })
+        .await
+    });
+    custom::<DashboardLoginCreate, _, _>(router, ctx, |ctx, caller, mut req| async move {
+        // The issuer is who called: an admin's certificate names it; a member forwarding the
+        // call keeps what the first member set.
+        match caller.peer {
+            Some(p) if p.role == Role::Admin => req.issuer = Some(p.node_id),
+            Some(p) if p.role == Role::Coordinator => {}
+            _ => {
+                return Err(RemoteError::unauthorized(
+                    "a dashboard login is minted by an admin",
+                ));
+            }
+        }
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.dashboard_login_create(&r).await }
+        })
+        .await
+    });
+    // Whoever shows the login's secret redeems it: a member's dashboard, for the browser
+    // that opened the link.
+    custom::<DashboardLoginRedeem, _, _>(router, ctx, |ctx, caller, req| async move {
+        ctx.on_leader(&caller, req, |r| {
+            let ctx = Arc::clone(&ctx);
+            async move { ctx.dashboard_login_redeem(&r).await }
         })
         .await
     });

@@ -21,6 +21,7 @@ pub(crate) fn state_error(e: StateError) -> RemoteError {
         | StateError::VmidsExhausted { .. }
         | StateError::IpsExhausted { .. }) => RemoteError::conflict(e.to_string()),
         StateError::Token(refusal) => RemoteError::unauthorized(refusal.to_string()),
+        StateError::DashboardLogin(refusal) => RemoteError::unauthorized(refusal.to_string()),
         e @ StateError::AlreadyApplied { .. } => RemoteError::internal(e.to_string()),
         StateError::Entry { kind, name, error } => {
             let mut named = state_error(*error);

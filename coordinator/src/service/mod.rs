@@ -18,6 +18,7 @@
 pub(crate) mod admin;
 pub(crate) mod admins;
 pub(crate) mod agent;
+pub(crate) mod dashboard_logins;
 pub(crate) mod doctor;
 pub(crate) mod errors;
 pub(crate) mod fleet_apply;

@@ -132,6 +132,12 @@ impl FleetState {
                 now,
             } => self.set_host_labels(id, set, &unset, now),
             Command::RemoveHost { id, now } => self.remove_host(id, now),
+            Command::AddDashboardLogin { record } => self.add_dashboard_login(record),
+            Command::UseDashboardLogin {
+                id,
+                secret_sha256,
+                now,
+            } => self.use_dashboard_login(&id, &secret_sha256, now),
             Command::EndMigration {
                 name,
                 node,

@@ -19,8 +19,8 @@ use protocol::spec::{
     VmidRangeSpec,
 };
 use protocol::version::{
-    ADMINS, BATCHES, HA_DEFAULTS, HA_SETTINGS, HOST_ADMIN, HOST_LIVENESS, LEAVING, MIGRATION,
-    OLDEST, RECOVERY, REQUESTS, VIP_HOLDING, Version, VersionRange,
+    ADMINS, BATCHES, DASHBOARD, HA_DEFAULTS, HA_SETTINGS, HOST_ADMIN, HOST_LIVENESS, LEAVING,
+    MIGRATION, OLDEST, RECOVERY, REQUESTS, VIP_HOLDING, Version, VersionRange,
 };
 use protocol::{NodeId, RequestId};
 use serde::{Deserialize, Serialize};
@@ -570,6 +570,20 @@ pub enum Command {
         /// Proposal time.
         now: UnixMillis,
     },
+    /// Record a one-time dashboard login an admin minted (v2; `pvefleet dashboard login`).
+    AddDashboardLogin {
+        /// The record (the secret's hash only); its `created_at` is the proposal time.
+        record: protocol::fleet::DashboardLogin,
+    },
+    /// Redeem a dashboard login whose secret hashes to `secret_sha256` (v2): once only.
+    UseDashboardLogin {
+        /// The login's id.
+        id: String,
+        /// SHA-256 of the presented secret, hex.
+        secret_sha256: String,
+        /// Proposal time.
+        now: UnixMillis,
+    },
 }
 
 impl Command {
@@ -672,6 +686,7 @@ impl Command {
                 .map(Command::since)
                 .fold(BATCHES, Version::max),
             Command::SetHostLabels { .. } | Command::RemoveHost { .. } => HOST_ADMIN,
+            Command::AddDashboardLogin { .. } | Command::UseDashboardLogin { .. } => DASHBOARD,
         }
     }
 
@@ -735,6 +750,8 @@ impl Command {
             Command::Batch { .. } => "Batch",
             Command::SetHostLabels { .. } => "SetHostLabels",
             Command::RemoveHost { .. } => "RemoveHost",
+            Command::AddDashboardLogin { .. } => "AddDashboardLogin",
+            Command::UseDashboardLogin { .. } => "UseDashboardLogin",
         }
     }
 }
@@ -798,6 +815,13 @@ pub enum CommandReply {
     },
     /// Refused: the state is unchanged.
     Refused(StateError),
+    /// A dashboard login was redeemed.
+    DashboardLoginAccepted {
+        /// The admin that minted it.
+        issuer: NodeId,
+        /// Whether the session may act.
+        read_only: bool,
+    },
     /// An admin identity was recorded.
     AdminAdded {
         /// The record (with its id).
@@ -868,6 +892,9 @@ pub enum StateError {
     /// A join token was refused.
     #[error("{0}")]
     Token(TokenRefusal),
+    /// A dashboard login was refused.
+    #[error("{0}")]
+    DashboardLogin(protocol::fleet::DashboardLoginRefusal),
     /// The entry was applied before (a replay): nothing was done again.
     #[error("log entry {index} was already applied (last applied {last_applied})")]
     AlreadyApplied {

@@ -18,6 +18,7 @@ mod batch;
 mod cluster_versions;
 mod codec;
 mod command;
+mod dashboard_logins;
 mod events;
 mod fleet_apply;
 mod hosts;
@@ -97,6 +98,8 @@ pub struct FleetState {
     leaving: BTreeMap<NodeId, protocol::fleet::Leaving>,
     /// The replies to clients' requests, so a retried write applies once.
     requests: request_memory::Requests,
+    /// One-time dashboard login links, by id (hashes only).
+    dashboard_logins: BTreeMap<String, protocol::fleet::DashboardLogin>,
 }
 
 impl FleetState {

@@ -148,6 +148,7 @@ impl From<SnapshotV1> for FleetState {
             leaving: BTreeMap::new(),
             drain_failed_at: BTreeMap::new(),
             requests: Default::default(),
+            dashboard_logins: BTreeMap::new(),
         }
     }
 }

@@ -98,7 +98,7 @@ impl FleetState {
 }
 
 /// Compares two hex hashes, ignoring case, in time independent of where they differ.
-fn same_hash(stored: &str, presented: &str) -> bool {
+pub(super) fn same_hash(stored: &str, presented: &str) -> bool {
     stored.len() == presented.len()
         && stored
             .bytes()

@@ -11,12 +11,15 @@ use super::{
     VipStatus, VmApply, VmDelete, VmExplain, VmGet, VmList, VmMigrate, VmMigratePlan, VmPower,
     VmSnapshot, VmidRangeApply, VmidRangeDelete, VmidRangeList,
 };
+use super::{DashboardLoginCreate, DashboardLoginRedeem};
 use super::{Doctor, HostLabel, HostRemove, MemberFactsQuery};
 use crate::Rpc;
 
 /// Every admin method name, for uniqueness checks and routing tables.
 pub const METHODS: &[&str] = &[
     <ClusterStatus as Rpc>::METHOD,
+    <DashboardLoginCreate as Rpc>::METHOD,
+    <DashboardLoginRedeem as Rpc>::METHOD,
     <Doctor as Rpc>::METHOD,
     <HostLabel as Rpc>::METHOD,
     <HostRemove as Rpc>::METHOD,

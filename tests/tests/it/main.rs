@@ -9,6 +9,7 @@ mod architecture;
 mod client_errors;
 mod client_lifecycle;
 mod coordinator_cluster;
+mod dashboard;
 mod doctor;
 mod examples;
 mod fleet_apply;

@@ -25,6 +25,21 @@ pub(crate) struct DemoReady {
     pub(crate) vms: Vec<String>,
     /// The VIPs applied.
     pub(crate) vips: Vec<String>,
+    /// The web dashboard of coordinator 1, if it could be reached.
+    pub(crate) dashboard: Option<DashboardInfo>,
+}
+
+/// The demo's dashboard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct DashboardInfo {
+    /// Its address (`https://127.0.0.1:PORT`).
+    pub(crate) base: String,
+    /// A one-time login link to it.
+    pub(crate) login: String,
+    /// The process id of the last host's agent (stop it to watch the host fail).
+    pub(crate) host_pid: Option<u32>,
+    /// That host's name.
+    pub(crate) host: String,
 }
 
 /// One coordinator member.
@@ -34,6 +49,8 @@ pub(crate) struct MemberInfo {
     pub(crate) node_id: u64,
     /// Its QUIC address.
     pub(crate) addr: String,
+    /// Its process id.
+    pub(crate) pid: Option<u32>,
 }
 
 /// One simulated host.
@@ -78,10 +95,23 @@ impl DemoReady {
                  pvefleet vip move {vip} {to}      # hand it over\n"
             ));
         }
-        text.push_str(&format!(
-            "  pvefleet events --follow\n\nLogs: {}\n",
-            self.logs.display()
-        ));
+        text.push_str("  pvefleet events --follow\n");
+        if let Some(d) = &self.dashboard {
+            text.push_str(&format!(
+                "\nThe dashboard (a self-signed certificate of the demo's CA: accept it once):\n\n  \
+                 {}\n\nThe link works once, for 1 hour; another: \
+                 pvefleet dashboard login --url {}\n",
+                d.login, d.base
+            ));
+            if let Some(pid) = d.host_pid {
+                text.push_str(&format!(
+                    "Watch a host fail and its guests and VIPs move: kill -STOP {pid}   \
+                     (host {}; kill -CONT {pid} brings it back)\n",
+                    d.host
+                ));
+            }
+        }
+        text.push_str(&format!("\nLogs: {}\n", self.logs.display()));
         text
     }
 }
@@ -99,6 +129,7 @@ mod tests {
             coordinators: vec![MemberInfo {
                 node_id: 1,
                 addr: "127.0.0.1:7400".into(),
+                pid: None,
             }],
             hosts: vec![HostInfo {
                 name: "pve-a".into(),
@@ -106,6 +137,12 @@ mod tests {
             }],
             vms: vms.iter().map(|v| v.to_string()).collect(),
             vips: vec!["web".into()],
+            dashboard: Some(DashboardInfo {
+                base: "https://127.0.0.1:7443".into(),
+                login: "https://127.0.0.1:7443/login#token=t".into(),
+                host_pid: Some(42),
+                host: "pve-a".into(),
+            }),
         }
     }
 
@@ -120,6 +157,11 @@ mod tests {
         assert!(text.contains("export PATH=/opt/bin:$PATH\n"), "{text}");
         assert!(text.contains("pvefleet vm explain web-1"), "{text}");
         assert!(text.contains("Logs: /tmp/d/logs"), "{text}");
+        assert!(
+            text.contains("https://127.0.0.1:7443/login#token=t"),
+            "{text}"
+        );
+        assert!(text.contains("kill -STOP 42"), "{text}");
         // A fleet without VMs gets no VM commands.
         assert!(!ready(&[]).instructions(true).contains("vm explain"));
         assert!(

@@ -92,6 +92,7 @@ impl Member {
             http: Some("127.0.0.1:0".parse().unwrap()),
             snapshot_logs,
             renew_check: self.renew_check,
+            dashboard: None,
         };
         let node = bounded("start", CoordinatorNode::start(config))
             .await

@@ -7,6 +7,7 @@ mod alloc_ips;
 mod alloc_vmids;
 mod cluster;
 mod codec;
+mod dashboard_logins;
 mod fleet_apply;
 mod ha;
 mod host_admin;
