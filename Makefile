@@ -119,6 +119,8 @@ bench:
 	$(CARGO) bench --locked -p pvefleet-tests --bench ha_recovery
 	$(CARGO) bench --locked -p pvefleet-tests --bench drain
 	$(CARGO) bench --locked -p pvefleet-tests --bench rebalance_plan
+	@command -v chromedriver >/dev/null || apt-get install -y --no-install-recommends chromium chromium-driver
+	$(CARGO) bench --locked -p pvefleet-tests --bench dashboard
 	command -v keepalived >/dev/null || apt-get install -y keepalived
 	$(CARGO) bench --locked -p pvefleet-tests --bench vip_failover
 	command -v etcd >/dev/null || apt-get install -y etcd-server

@@ -12,39 +12,10 @@
 use std::time::{Duration, Instant};
 
 use pvefleet_tests::fleet::{Fleet, HostOptions, PveAccess, all_running_with_ips, test_vm};
+use pvefleet_tests::proc_stats::{cpu_ticks, status_kib, ticks_per_second};
 
 const VMS: usize = 100;
 const WINDOW: Duration = Duration::from_secs(30);
-
-/// A `kB` field of `/proc/<pid>/status`, in KiB.
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
-}
-
-/// `utime + stime` of `/proc/<pid>/stat`, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
-    let rest = &text[text.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state): utime is field 14, stime field 15.
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-}
-
-/// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux when it cannot be asked).
-fn ticks_per_second() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100.0)
-}
 
 fn main() {
     measure(PveAccess::Sim, "simulated PVE inside the agent");

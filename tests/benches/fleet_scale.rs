@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use protocol::fleet::{ConditionKind, VmPhase, VmRecord};
 use protocol::spec::FleetSpecFile;
 use pvefleet_tests::fleet::{
-    Fleet, HostOptions, PveAccess, all_running_with_ips, running_with_ips, test_pool, test_range,
-    test_vm,
+    Fleet, all_running_with_ips, running_with_ips, sim_hosts, test_pool, test_range, test_vm,
 };
+use pvefleet_tests::proc_stats::{cpu_secs, unix_ms};
 
 /// One size: hosts and VMs, and its name for `FLEET_SCALE`.
 struct Size {
@@ -62,35 +62,6 @@ fn cpu(fleet: &mut Fleet, hosts: usize) -> (f64, f64) {
         .map(cpu_secs)
         .sum();
     (agents, coordinators)
-}
-
-/// `utime + stime` of `/proc/<pid>/stat`, in seconds (0 once the process is gone).
-fn cpu_secs(pid: u32) -> f64 {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
-    let Some(rest) = text.rfind(')').map(|i| &text[i + 2..]) else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
-    let ticks: u64 = [11, 12]
-        .iter()
-        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
-        .sum();
-    ticks as f64 / CLOCK_TICKS
-}
-
-/// Clock ticks per second of `/proc/<pid>/stat` (`getconf CLK_TCK`, 100 on Linux).
-const CLOCK_TICKS: f64 = 100.0;
-
-/// Now on the wall clock, in milliseconds (the coordinators' clock on this machine).
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 /// When the leader recorded each VM running (its Running condition's time), against the
@@ -144,17 +115,7 @@ fn run(size: &Size) {
     let setup = Instant::now();
     let mut fleet = Fleet::start(3);
     let coordinators = setup.elapsed();
-    let options: Vec<HostOptions> = (1..=hosts)
-        .map(|i| {
-            let mut host = HostOptions::new(format!("sim{i:03}"), PveAccess::Sim);
-            // The agent's defaults (beat every second, inventory every 5 s), not the tests'
-            // faster ones: 200 agents share this machine with the coordinators.
-            host.heartbeat_ms = 1000;
-            host.inventory_ms = None;
-            host
-        })
-        .collect();
-    fleet.add_hosts(&options);
+    fleet.add_hosts(&sim_hosts(hosts));
     let started = setup.elapsed();
     println!(
         "{label}: fleet started in {:.1} s (3 coordinators {:.1} s, then {hosts} agents ready \

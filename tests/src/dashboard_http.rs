@@ -93,6 +93,16 @@ impl DashboardHttp {
         Self::answer(req.send().await.expect("GET")).await
     }
 
+    /// `GET path` with the session `cookie`, the response left open (a live stream's).
+    pub async fn open(&self, path: &str, cookie: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.origin))
+            .header("cookie", format!("{SESSION_COOKIE}={cookie}"))
+            .send()
+            .await
+            .expect("GET")
+    }
+
     /// `POST path` with a url-encoded `form`, the session `cookie` (if any) and our own origin.
     pub async fn post(&self, path: &str, form: &[(&str, &str)], cookie: Option<&str>) -> Answer {
         let body: String = form_encode(form);

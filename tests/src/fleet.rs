@@ -32,6 +32,20 @@ pub use pve_node::PveClient;
 
 use crate::coord_cluster::Cluster;
 
+/// `n` simulated hosts `sim001`... with the agent's default periods (a beat every second, an
+/// inventory every 5 s), not the tests' faster ones: what a production host pays, and what
+/// many agents sharing this machine with the coordinators can afford.
+pub fn sim_hosts(n: usize) -> Vec<HostOptions> {
+    (1..=n)
+        .map(|i| {
+            let mut host = HostOptions::new(format!("sim{i:03}"), PveAccess::Sim);
+            host.heartbeat_ms = 1000;
+            host.inventory_ms = None;
+            host
+        })
+        .collect()
+}
+
 /// A coordinator cluster and its agents. Dropping it kills every process, the agents first.
 pub struct Fleet {
     /// The coordinators and, in its lab, the agents.
@@ -55,7 +69,12 @@ pub struct HostVm {
 impl Fleet {
     /// `coordinators` members (1, 3 or 5), all voters, and no agent yet.
     pub fn start(coordinators: usize) -> Fleet {
-        let mut cluster = Cluster::found(&[]);
+        Fleet::start_with(coordinators, &[])
+    }
+
+    /// As [`Fleet::start`], every member run with `extra` arguments (`--dashboard ADDR`...).
+    pub fn start_with(coordinators: usize, extra: &[&str]) -> Fleet {
+        let mut cluster = Cluster::found(extra);
         for _ in 1..coordinators {
             let token = cluster.coordinator_token();
             let via = cluster.member(0).listen;

@@ -23,6 +23,7 @@ pub mod https_sim;
 pub mod import_cycles;
 pub mod lifecycle;
 pub mod nspawn;
+pub mod proc_stats;
 pub mod recording;
 pub mod reference_data;
 pub mod sim_backend;

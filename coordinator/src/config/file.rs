@@ -380,6 +380,34 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_dashboard_example_is_a_valid_table() {
+        // The indented example lines of the shipped file, uncommented.
+        let example: String = SHIPPED
+            .lines()
+            .skip_while(|l| !l.starts_with("#   [dashboard]"))
+            .take_while(|l| l.starts_with("#   "))
+            .map(|l| format!("{}\n", &l[4..]))
+            .collect();
+        let config = parse(&example).unwrap();
+        let table = config.dashboard.expect("a dashboard table");
+        let d = table.config(None);
+        assert_eq!(d.listen, "192.0.2.10:7443".parse().unwrap());
+        assert_eq!(d.session, Duration::from_secs(8 * 3600));
+        assert!(matches!(
+            d.cert,
+            crate::dashboard::settings::DashboardCert::Files { .. }
+        ));
+        // `run --dashboard` wins over the file's address; no cert: the member's own.
+        let minimal = parse("[dashboard]\nlisten = \"127.0.0.1:7443\"\n").unwrap();
+        let d = minimal
+            .dashboard
+            .expect("a table")
+            .config(Some("127.0.0.1:0".parse().unwrap()));
+        assert_eq!(d.listen, "127.0.0.1:0".parse().unwrap());
+        assert_eq!(d.cert, crate::dashboard::settings::DashboardCert::Member);
+    }
+
+    #[test]
     fn an_empty_file_is_the_defaults() {
         assert_eq!(parse("").unwrap(), CoordinatorConfig::default());
     }
@@ -398,6 +426,19 @@ mod tests {
             ("http = 7490\n", "http"),
             ("data_dir = \"\"\n", "data_dir"),
             ("log = \"info,=[\"\n", "log"),
+            (
+                "[dashboard]\nlisten = \"127.0.0.1:7443\"\ncert = \"/x.crt\"\n",
+                "dashboard.cert",
+            ),
+            (
+                "[dashboard]\nlisten = \"127.0.0.1:7443\"\nsession_hours = 0\n",
+                "dashboard.session_hours",
+            ),
+            (
+                "[dashboard]\nlisten = \"127.0.0.1:7443\"\nport = 1\n",
+                "port",
+            ),
+            ("[dashboard]\ncert = \"/x.crt\"\n", "listen"),
         ];
         for (text, field) in table {
             let err = parse(text).unwrap_err();

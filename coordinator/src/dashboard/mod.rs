@@ -34,14 +34,10 @@ mod views;
 #[cfg(test)]
 mod views_tests;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use raft::store::MachineHandle;
 use raft::types::Raft;
 use tokio::net::TcpListener;
@@ -155,23 +151,18 @@ impl Dashboard {
                         }
                         Err(_) => return,
                     };
-                let service = service_fn(move |req| {
+                let respond = move |req| {
                     let app = Arc::clone(&app);
-                    async move { Ok::<_, Infallible>(routes::respond(&app, req, peer).await) }
-                });
-                let mut builder = http1::Builder::new();
-                builder
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(HANDSHAKE_TIMEOUT);
-                let conn = builder.serve_connection(TokioIo::new(tls), service);
-                tokio::pin!(conn);
-                tokio::select! {
-                    _ = conn.as_mut() => {}
-                    () = shutdown.cancelled() => {
-                        conn.as_mut().graceful_shutdown();
-                        let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
-                    }
-                }
+                    async move { routes::respond(&app, req, peer).await }
+                };
+                crate::http::connection::serve(
+                    tls,
+                    respond,
+                    HANDSHAKE_TIMEOUT,
+                    SHUTDOWN_GRACE,
+                    &shutdown,
+                )
+                .await;
             });
         }
         connections.close();

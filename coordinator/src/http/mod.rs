@@ -1,8 +1,9 @@
 //! The member's local HTTP port (hyper 1, HTTP/1.1, no TLS: bind it to loopback or a
 //! management network): `GET /metrics` (OpenMetrics text), `/healthz`, `/readyz`.
 //! The listener is injected (port 0 in tests); shutdown stops accepting and lets requests in
-//! flight finish.
+//! flight finish ([`connection`]).
 
+pub(crate) mod connection;
 pub(crate) mod health;
 pub(crate) mod metrics;
 
@@ -14,10 +15,7 @@ use std::time::Duration;
 
 use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 use hyper::header::CONTENT_TYPE;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use raft::types::Raft;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -92,23 +90,11 @@ impl HttpServer {
             let state = Arc::clone(&state);
             let shutdown = shutdown.clone();
             connections.spawn(async move {
-                let service = service_fn(move |req| {
+                let answer = move |req: Request<Incoming>| {
                     let state = Arc::clone(&state);
-                    async move { Ok::<_, Infallible>(respond(&state.0, &state.1, &req).await) }
-                });
-                let mut builder = http1::Builder::new();
-                builder
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(HEADER_TIMEOUT);
-                let conn = builder.serve_connection(TokioIo::new(stream), service);
-                tokio::pin!(conn);
-                tokio::select! {
-                    _ = conn.as_mut() => {}
-                    () = shutdown.cancelled() => {
-                        conn.as_mut().graceful_shutdown();
-                        let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
-                    }
-                }
+                    async move { respond(&state.0, &state.1, &req).await }
+                };
+                connection::serve(stream, answer, HEADER_TIMEOUT, SHUTDOWN_GRACE, &shutdown).await;
             });
         }
         connections.close();

@@ -215,7 +215,47 @@ fn the_dashboard_shows_the_demo_fleet_live_and_acts_only_for_a_session() {
             .screenshot(&shots.join("dashboard-guest-light.png"))
             .await;
 
+        // On a phone: one column, nothing wider than the screen.
+        browser
+            .client()
+            .set_window_size(390, 844)
+            .await
+            .expect("phone size");
+        browser.goto(&format!("{base}/")).await;
+        browser
+            .wait_text("#summary", LIVE, "the overview", |t| t.contains("hosts online"))
+            .await;
+        let fits = browser
+            .eval("return document.documentElement.scrollWidth <= window.innerWidth + 1;")
+            .await;
+        assert_eq!(fits, serde_json::json!(true), "the overview fits a phone");
+        browser
+            .screenshot(&shots.join("dashboard-overview-phone.png"))
+            .await;
+        browser
+            .client()
+            .set_window_size(1280, 900)
+            .await
+            .expect("desktop size");
+
+        // The HA scenario runner's reports in the member's scenario directory.
+        let reports = std::path::PathBuf::from(demo.ready["dir"].as_str().expect("dir"))
+            .join("scenarios");
+        std::fs::create_dir_all(&reports).unwrap();
+        std::fs::write(
+            reports.join("kill-a-host.json"),
+            r#"{"scenario":"kill-a-host","description":"<i>a host dies</i>","end":"expectations_met",
+               "violations":[],"expectations":[{"text":"web-1 runs elsewhere","met":true}]}"#,
+        )
+        .unwrap();
+        browser.goto(&format!("{base}/scenarios")).await;
+        let run = browser
+            .wait_text(".run", LIVE, "the scenario report", |t| t.contains("kill-a-host"))
+            .await;
+        assert!(run.contains("passed") && run.contains("<i>a host dies</i>"), "{run}");
+
         // A guest stopped from its page, and seen stopped.
+        browser.goto(&format!("{base}/guests/web-1")).await;
         click(&browser, "#act-stop").await;
         browser
             .wait_text("h1", LIVE, "the confirmation", |t| t == "Confirm")

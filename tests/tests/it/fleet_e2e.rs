@@ -395,6 +395,9 @@ fn the_demo_brings_the_example_fleet_up_and_stops_every_process() {
         // The example's VIP, held (simulated) by one of the hosts.
         "(simulated)",
         "pvefleet vip move web",
+        // The dashboard of coordinator 1, with a one-time login link and a host to stop.
+        "/login#token=",
+        "kill -STOP ",
     ] {
         assert!(
             stdout.contains(expected),
