@@ -131,6 +131,10 @@ pub struct SimRunArgs {
     /// Keep the lab's directory (state and logs of every process) in DIR (new or empty).
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
+    /// Also write the outcome as JSON to FILE (the web dashboard lists the reports of its
+    /// scenario_dir, newest first).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 }
 
 /// `pvefleet demo`

@@ -24,6 +24,7 @@ mod session;
 mod settings;
 mod shutdown_signal;
 mod sim;
+mod sim_report;
 mod token;
 mod vip;
 mod vm;

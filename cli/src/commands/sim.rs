@@ -104,6 +104,15 @@ async fn run_file(session: &mut Session<'_>, args: &SimRunArgs) -> Result<(), Cl
     .await;
     signals.abort();
     let outcome = result.map_err(|e| CliError::Usage(format!("{shown}: {e}")))?;
+    if let Some(path) = &args.report {
+        let doc = report::json(&outcome).map_err(|e| CliError::Output(e.to_string()))? + "\n";
+        super::sim_report::write_report(path, &doc).map_err(|e| {
+            CliError::Output(format!(
+                "cannot write the scenario report {}: {e}",
+                path.display()
+            ))
+        })?;
+    }
     let text = if json {
         report::json(&outcome).map_err(|e| CliError::Output(e.to_string()))? + "\n"
     } else {

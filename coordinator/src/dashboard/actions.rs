@@ -74,7 +74,8 @@ pub(crate) struct Question {
     pub(crate) consequence: String,
     pub(crate) button: String,
     pub(crate) choice_label: String,
-    pub(crate) choices: Vec<String>,
+    /// The values offered (the form's value, what the operator reads).
+    pub(crate) choices: Vec<(String, String)>,
 }
 
 /// The question for `action` on `target` given the fleet `s`, or why it cannot be asked.
@@ -128,14 +129,17 @@ pub(crate) fn question(action: Action, target: &str, s: &Snapshot) -> Result<Que
                 "Migrate",
             );
             question.choice_label = "To host".into();
-            question.choices = std::iter::once(String::new())
-                .chain(
-                    s.hosts
-                        .iter()
-                        .filter(|h| h.host.state == HostState::Online && Some(h.host.id) != here)
-                        .map(|h| h.host.name.clone()),
-                )
-                .collect();
+            question.choices = std::iter::once((
+                String::new(),
+                "the best host (the scheduler's choice)".to_string(),
+            ))
+            .chain(
+                s.hosts
+                    .iter()
+                    .filter(|h| h.host.state == HostState::Online && Some(h.host.id) != here)
+                    .map(|h| (h.host.name.clone(), h.host.name.clone())),
+            )
+            .collect();
             question
         }
         Action::MaintenanceOn | Action::MaintenanceOff => {
@@ -173,14 +177,14 @@ pub(crate) fn question(action: Action, target: &str, s: &Snapshot) -> Result<Que
                 .hosts
                 .iter()
                 .filter(|h| h.eligible && Some(h.id) != vip.vip.owner)
-                .map(|h| h.host.clone())
+                .map(|h| (h.host.clone(), h.host.clone()))
                 .collect();
             if question.choices.is_empty() {
                 question.choices = s
                     .hosts
                     .iter()
                     .filter(|h| Some(h.host.id) != vip.vip.owner)
-                    .map(|h| h.host.name.clone())
+                    .map(|h| (h.host.name.clone(), h.host.name.clone()))
                     .collect();
             }
             question

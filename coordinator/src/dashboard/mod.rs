@@ -20,6 +20,7 @@ mod actions;
 mod app;
 mod assets;
 mod body;
+mod detail_views;
 mod forms;
 mod live;
 pub(crate) mod login_token;

@@ -7,11 +7,10 @@
 use askama::Template;
 use protocol::admin::VmExplainReply;
 
+use super::detail_views::{self, EventFilter, EventLine, GuestLine, GuestPage, HostPage, VipLine};
 use super::scenarios::Run;
 use super::snapshot::Snapshot;
-use super::views::{
-    self, EventFilter, EventLine, GuestLine, GuestPage, HostPage, Overview, VipLine,
-};
+use super::views::{self, Overview};
 
 /// Events the event log page lists at most.
 const EVENTS_SHOWN: usize = 300;
@@ -124,11 +123,15 @@ pub(crate) fn live_html(
         }
         .render(),
         Page::Guests => {
-            let guests: Vec<GuestLine> = s.vms.iter().map(|v| views::guest_line(s, v)).collect();
+            let guests: Vec<GuestLine> = s
+                .vms
+                .iter()
+                .map(|v| detail_views::guest_line(s, v))
+                .collect();
             GuestListT { guests: &guests }.render()
         }
         Page::Guest(name) => {
-            let p = views::guest_page(s, name)?;
+            let p = detail_views::guest_page(s, name)?;
             GuestT {
                 events: &p.history,
                 p: &p,
@@ -137,7 +140,7 @@ pub(crate) fn live_html(
             .render()
         }
         Page::Host(name) => {
-            let p = views::host_page(s, name)?;
+            let p = detail_views::host_page(s, name)?;
             HostT {
                 guests: &p.guests,
                 events: &p.events,
@@ -147,14 +150,14 @@ pub(crate) fn live_html(
             .render()
         }
         Page::Vips => VipsT {
-            vips: &views::vip_lines(s),
+            vips: &detail_views::vip_lines(s),
             can_act,
         }
         .render(),
         Page::Events(filter) => EventsT {
             kinds: KINDS,
             filter,
-            events: &views::events(s, filter, EVENTS_SHOWN),
+            events: &detail_views::events(s, filter, EVENTS_SHOWN),
         }
         .render(),
         Page::Scenarios => ScenariosT {
@@ -264,7 +267,7 @@ pub(crate) struct ConfirmT<'a> {
     pub(crate) action: &'a str,
     pub(crate) target: &'a str,
     pub(crate) choice_label: &'a str,
-    pub(crate) choices: &'a [String],
+    pub(crate) choices: &'a [(String, String)],
     pub(crate) button: &'a str,
     pub(crate) back: &'a str,
 }
