@@ -163,6 +163,23 @@ impl Browser {
         }
     }
 
+    /// Clicks the first element `css` selects. A live page may redraw the element between
+    /// finding and clicking it (a stale reference): it is found again, for at most 5 s.
+    pub async fn click(&self, css: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let clicked = match self.client.find(Locator::Css(css)).await {
+                Ok(element) => element.click().await.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match clicked {
+                Ok(()) => return,
+                Err(e) if Instant::now() >= deadline => panic!("click {css}: {e}"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
     /// The current URL's path.
     pub async fn path(&self) -> String {
         self.client

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use bootstrap::cli_config::CliConfig;
 use client::AdminClient;
-use fantoccini::Locator;
 use protocol::admin::{DashboardLoginCreate, ReadMode, VipMove, VipStatus, VmApply, VmGet};
 use protocol::spec::DesiredState;
 use pvefleet_tests::browser::{self, Browser};
@@ -37,17 +36,6 @@ async fn login_token(admin: &AdminClient, read_only: bool) -> String {
         .await
         .expect("mint a login")
         .token
-}
-
-async fn click(browser: &Browser, css: &str) {
-    browser
-        .client()
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("no {css}: {e}"))
-        .click()
-        .await
-        .unwrap_or_else(|e| panic!("click {css}: {e}"));
 }
 
 #[test]
@@ -256,11 +244,11 @@ fn the_dashboard_shows_the_demo_fleet_live_and_acts_only_for_a_session() {
 
         // A guest stopped from its page, and seen stopped.
         browser.goto(&format!("{base}/guests/web-1")).await;
-        click(&browser, "#act-stop").await;
+        browser.click("#act-stop").await;
         browser
             .wait_text("h1", LIVE, "the confirmation", |t| t == "Confirm")
             .await;
-        click(&browser, "#confirm").await;
+        browser.click("#confirm").await;
         browser
             .wait_text("#notice", LIVE, "the outcome", |t| t.contains("stop web-1"))
             .await;
