@@ -43,7 +43,9 @@ pub use migration::{Migration, MigrationPurpose, MoveKind};
 pub use rebalancing::Rebalancing;
 pub use recovery::{PVE_CLUSTER_LABEL, Recovery, StartFailures, TakeOver};
 pub use settings_v1::SettingsV1;
-pub use token::{StoredToken, TokenRefusal, TokenView, validate_token_record};
+pub use token::{
+    StoredToken, TokenRefusal, TokenView, validate_secret_sha256, validate_token_record,
+};
 pub use view::{FleetView, FleetViewV1};
 pub use vm::{Assignment, Condition, ConditionKind, NicAddress, VmPhase, VmRecord, VmStatus};
 pub use vm_v1::VmRecordV1;

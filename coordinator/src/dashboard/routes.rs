@@ -242,10 +242,15 @@ async fn page_response(
     };
     let mut chrome = chrome(app, session, theme, page);
     chrome.notice = notice;
+    framed(&chrome, &main, &extra)
+}
+
+/// `main` (and `extra`) in the frame every page shares.
+fn framed(chrome: &Chrome, main: &str, extra: &str) -> Response<DashBody> {
     match (Layout {
-        chrome: &chrome,
-        main: &main,
-        extra: &extra,
+        chrome,
+        main,
+        extra,
     })
     .render()
     {
@@ -363,16 +368,7 @@ async fn confirm(
     chrome.title = q.question.clone();
     // A confirmation is not live: nothing redraws it under the operator's hand.
     chrome.live_src = String::new();
-    match (Layout {
-        chrome: &chrome,
-        main: &main,
-        extra: "",
-    })
-    .render()
-    {
-        Ok(html) => forms::html(StatusCode::OK, html),
-        Err(e) => forms::text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+    framed(&chrome, &main, "")
 }
 
 async fn act(

@@ -2,8 +2,9 @@
 //! inside the state machine (so a link presented to two members at once opens one session), and
 //! pruned a day after their expiry.
 
-use protocol::fleet::{DashboardLogin, DashboardLoginRefusal, EventKind, UnixMillis};
-use protocol::spec::SpecError;
+use protocol::fleet::{
+    DashboardLogin, DashboardLoginRefusal, EventKind, UnixMillis, validate_secret_sha256,
+};
 
 use super::{CommandReply, FleetState, StateError};
 
@@ -18,24 +19,8 @@ impl FleetState {
         &mut self,
         record: DashboardLogin,
     ) -> Result<CommandReply, StateError> {
-        if record.expires_at <= record.created_at {
-            return Err(SpecError::new(
-                "expires_at",
-                record.expires_at,
-                format!("a time after created_at ({})", record.created_at),
-            )
-            .into());
-        }
-        if record.secret_sha256.len() != 64
-            || !record.secret_sha256.bytes().all(|b| b.is_ascii_hexdigit())
-        {
-            return Err(SpecError::new(
-                "secret_sha256",
-                "<hidden>",
-                "64 hexadecimal digits (a SHA-256)",
-            )
-            .into());
-        }
+        super::tokens::check_lifetime(record.created_at, record.expires_at)?;
+        validate_secret_sha256(&record.secret_sha256)?;
         if self.dashboard_logins.contains_key(&record.id) {
             return Err(StateError::Conflict(format!(
                 "dashboard login {} already exists",
@@ -43,9 +28,8 @@ impl FleetState {
             )));
         }
         let now = record.created_at;
-        self.dashboard_logins.retain(|_, l| {
-            (!l.used && l.expires_at > now) || l.expires_at.saturating_add(RETENTION_MS) >= now
-        });
+        self.dashboard_logins
+            .retain(|_, l| l.expires_at.saturating_add(RETENTION_MS) >= now);
         while self.dashboard_logins.len() >= MAX_OPEN {
             let oldest = self
                 .dashboard_logins

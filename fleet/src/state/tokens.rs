@@ -14,14 +14,7 @@ const EXPIRED_TOKEN_RETENTION_MS: u64 = 7 * 24 * 3600 * 1000;
 impl FleetState {
     pub(super) fn add_token(&mut self, record: StoredToken) -> Result<CommandReply, StateError> {
         validate_token_record(&record)?;
-        if record.expires_at <= record.created_at {
-            return Err(SpecError::new(
-                "expires_at",
-                record.expires_at,
-                format!("a time after created_at ({})", record.created_at),
-            )
-            .into());
-        }
+        check_lifetime(record.created_at, record.expires_at)?;
         if self.tokens.contains_key(&record.id) {
             return Err(StateError::Conflict(format!(
                 "token {} already exists",
@@ -95,6 +88,22 @@ impl FleetState {
         self.info(now, EventKind::Token, id, "revoked");
         Ok(CommandReply::Done)
     }
+}
+
+/// `Ok` if a record expiring at `expires_at` outlives its creation at `created_at`.
+pub(super) fn check_lifetime(
+    created_at: UnixMillis,
+    expires_at: UnixMillis,
+) -> Result<(), StateError> {
+    if expires_at <= created_at {
+        return Err(SpecError::new(
+            "expires_at",
+            expires_at,
+            format!("a time after created_at ({created_at})"),
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// Compares two hex hashes, ignoring case, in time independent of where they differ.

@@ -111,7 +111,15 @@ pub enum TokenRefusal {
 /// Checks a token record's id (part of the dot-separated token text) and hash syntax.
 pub fn validate_token_record(record: &StoredToken) -> Result<(), SpecError> {
     check("id", &record.id, &rules::TOKEN_ID)?;
-    let hash = &record.secret_sha256;
+    validate_secret_sha256(&record.secret_sha256)
+}
+
+/// `Ok` if `hash` is a SHA-256 as 64 lower-case hex digits (how a token's or a dashboard
+/// login's secret is stored).
+///
+/// # Errors
+/// A [`SpecError`] naming `secret_sha256` (with its length, never its value).
+pub fn validate_secret_sha256(hash: &str) -> Result<(), SpecError> {
     if hash.len() != 64 || !hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return Err(SpecError::new(
             "secret_sha256",
