@@ -8,8 +8,11 @@
 //!
 //! The browser may reach loopback only: every other host resolves to nothing and goes to a
 //! dead proxy, and the background services (updates, sync, safe browsing...) are off. It runs as
-//! root without its sandbox (CI runs as root; the pages it opens are our own). The driver and
-//! the browser are killed when the [`Browser`] is dropped, also when a test fails.
+//! root without its sandbox (CI runs as root; the pages it opens are our own). The driver runs
+//! in a process group of its own, which the browser it starts inherits: the whole group is
+//! killed when the [`Browser`] is closed or dropped, also when a test fails (killing the driver
+//! alone would leave the browser running). The browser's profile, caches, scratch files and
+//! crash database are in a temporary directory removed with it, never under `$HOME` or `/tmp`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -30,6 +33,8 @@ const DRIVER_START: Duration = Duration::from_secs(20);
 pub struct Browser {
     client: Client,
     driver: Child,
+    /// The driver's process group (its pid), the browser's too.
+    group: Option<rustix::process::Pid>,
     _profile: tempfile::TempDir,
 }
 
@@ -55,14 +60,24 @@ impl Browser {
             .prefix("pvefleet-chromium-")
             .tempdir()
             .expect("profile dir");
+        let home = profile.path().join("home");
         let driver = Command::new(CHROMEDRIVER)
             .arg(format!("--port={port}"))
             .arg("--allowed-ips=127.0.0.1")
+            .process_group(0)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("XDG_CACHE_HOME", home.join(".cache"))
+            // The driver's and the browser's scratch directories too.
+            .env("TMPDIR", profile.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .expect("start chromedriver");
+        let group = driver
+            .id()
+            .and_then(|pid| rustix::process::Pid::from_raw(i32::try_from(pid).ok()?));
         let url = format!("http://127.0.0.1:{port}");
         let args = [
             "--headless=new".to_string(),
@@ -87,6 +102,8 @@ impl Browser {
             "--no-default-browser-check".to_string(),
             "--metrics-recording-only".to_string(),
             "--hide-scrollbars".to_string(),
+            "--disable-crash-reporter".to_string(),
+            "--disable-breakpad".to_string(),
         ];
         let mut caps = serde_json::Map::new();
         caps.insert("browserName".into(), json!("chrome"));
@@ -114,6 +131,7 @@ impl Browser {
         Browser {
             client,
             driver,
+            group,
             _profile: profile,
         }
     }
@@ -207,10 +225,23 @@ impl Browser {
             .expect("script")
     }
 
-    /// Closes the browser and stops the driver.
+    /// Closes the browser and stops the driver (and whatever of the browser is left).
     pub async fn close(mut self) {
         let _ = self.client.clone().close().await;
-        let _ = self.driver.kill().await;
+        self.kill_group();
+        let _ = self.driver.wait().await;
+    }
+
+    fn kill_group(&mut self) {
+        if let Some(group) = self.group.take() {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        self.kill_group();
     }
 }
 
