@@ -1922,11 +1922,13 @@ fn wire_samples(out: &mut Vec<Golden>) {
             name: "api".into(),
             epoch: 1,
             standby: false,
+            held: true,
         },
         protocol::agent::VipClaim {
             name: "dns".into(),
             epoch: 4,
             standby: true,
+            held: false,
         },
     ];
     rpc(
@@ -1965,6 +1967,8 @@ fn wire_samples(out: &mut Vec<Golden>) {
                 epoch: 1,
                 standby: Some(4),
                 claimed: true,
+                vouching: Some((3, 1)),
+                owner_held: true,
                 checks: vip_spec_checked().checks,
             }],
             members: vec![

@@ -22,6 +22,7 @@ pub mod arp_probe;
 pub mod bench;
 pub mod error;
 pub mod faults;
+pub mod member_metrics;
 pub mod netns;
 pub mod network;
 mod options;

@@ -17,6 +17,27 @@ struct CallLabels {
     outcome: String,
 }
 
+/// Labels of the per-VIP gauges.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VipLabels {
+    vip: String,
+}
+
+/// One VIP as this member sees it at a scrape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct VipSample {
+    /// The VIP's name.
+    pub(crate) vip: String,
+    /// Whom this member vouches for now, `(holder, epoch)`.
+    pub(crate) vouching: Option<(NodeId, u64)>,
+    /// This member vouches for one host while another says it holds the VIP (a split of
+    /// promises: docs/design/vips.md, "Splits").
+    pub(crate) split: bool,
+}
+
+/// What a scrape samples the VIP gauges from (set once the member's context exists).
+type VipSource = Box<dyn Fn() -> Vec<VipSample> + Send + Sync>;
+
 /// The raft part of the metrics, as sampled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct RaftSample {
@@ -65,6 +86,10 @@ pub(crate) struct Metrics {
     snapshot_index: Gauge,
     purged_index: Gauge,
     admin_calls: Family<CallLabels, Counter>,
+    vip_promise_holder: Family<VipLabels, Gauge>,
+    vip_promise_epoch: Family<VipLabels, Gauge>,
+    vip_split: Family<VipLabels, Gauge>,
+    vip_source: std::sync::OnceLock<VipSource>,
 }
 
 fn gauge(registry: &mut Registry, name: &str, help: &str) -> Gauge {
@@ -127,6 +152,24 @@ impl Metrics {
             "Admin calls answered by this member, by method and outcome",
             admin_calls.clone(),
         );
+        let vip_promise_holder = Family::<VipLabels, Gauge>::default();
+        registry.register(
+            "vip_promise_holder",
+            "Host id this member vouches for now, per VIP (0 = nobody)",
+            vip_promise_holder.clone(),
+        );
+        let vip_promise_epoch = Family::<VipLabels, Gauge>::default();
+        registry.register(
+            "vip_promise_epoch",
+            "Ownership epoch of the promise this member gives now, per VIP (0 = none)",
+            vip_promise_epoch.clone(),
+        );
+        let vip_split = Family::<VipLabels, Gauge>::default();
+        registry.register(
+            "vip_split",
+            "1 while this member vouches for one host and another says it holds the VIP",
+            vip_split.clone(),
+        );
         Metrics {
             registry,
             term,
@@ -139,6 +182,38 @@ impl Metrics {
             snapshot_index,
             purged_index,
             admin_calls,
+            vip_promise_holder,
+            vip_promise_epoch,
+            vip_split,
+            vip_source: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Where the VIP gauges are sampled from at each scrape (the first source set stays).
+    pub(crate) fn set_vip_source(&self, source: VipSource) {
+        let _ = self.vip_source.set(source);
+    }
+
+    /// Sets the VIP gauges from the source, if one is set: a VIP that is gone is dropped.
+    pub(crate) fn observe_vips(&self) {
+        let Some(source) = self.vip_source.get() else {
+            return;
+        };
+        self.vip_promise_holder.clear();
+        self.vip_promise_epoch.clear();
+        self.vip_split.clear();
+        for s in source() {
+            let labels = VipLabels { vip: s.vip };
+            let (holder, epoch) = s.vouching.unwrap_or((0, 0));
+            self.vip_promise_holder
+                .get_or_create(&labels)
+                .set(as_i64(holder));
+            self.vip_promise_epoch
+                .get_or_create(&labels)
+                .set(as_i64(epoch));
+            self.vip_split
+                .get_or_create(&labels)
+                .set(i64::from(s.split));
         }
     }
 

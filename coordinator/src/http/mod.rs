@@ -145,6 +145,7 @@ async fn respond(raft: &Raft, metrics: &Metrics, req: &Request<Incoming>) -> Res
                 .flatten();
             let m = raft.metrics().borrow().clone();
             metrics.observe(&RaftSample::from_metrics(&m, committed));
+            metrics.observe_vips();
             match metrics.render() {
                 Ok(body) => text(StatusCode::OK, OPENMETRICS, body),
                 Err(_) => text(

@@ -178,6 +178,14 @@ impl CoordinatorNode {
             ),
             vip_sightings: crate::service::vip_sightings::VipSightings::new(),
         });
+        // Weak: the context holds the metrics, the metrics must not keep the context alive.
+        let vip_ctx = Arc::downgrade(&ctx);
+        metrics.set_vip_source(Box::new(move || {
+            vip_ctx
+                .upgrade()
+                .map(|ctx| ctx.vip_samples())
+                .unwrap_or_default()
+        }));
         let mut router = transport::Router::new();
         raft::network::register(&mut router, raft.clone());
         admin::register(&mut router, &ctx);

@@ -47,23 +47,31 @@ pub(crate) fn register(router: &mut Router, ctx: &Arc<Ctx>) {
                 .record(host, &req.claims, &req.reports, req.simulated, req.leaving);
             let lease_ms = ctx.vip_promises.lease_ms();
             ctx.read_local(|s| {
+                // The answers first: the candidacies then say whom this member vouches for
+                // after this renewal.
+                let vouches = ctx
+                    .vip_promises
+                    .renew(s, host, &req.claims, &|vip, owner, epoch| {
+                        ctx.vip_sightings.quiet(
+                            vip,
+                            owner,
+                            epoch,
+                            ManageConfig::DEFAULT.lost_after_ms,
+                        )
+                    });
                 let mut candidacies = s.vip_candidacies(host);
                 for c in &mut candidacies {
                     c.claimed = c.owner.is_some_and(|owner| {
                         ctx.vip_sightings.claimed(&c.name, owner, c.epoch, lease_ms)
                     });
+                    c.vouching = ctx.vip_promises.vouching(&c.name);
+                    c.owner_held = c.owner.is_some_and(|owner| {
+                        ctx.vip_sightings
+                            .holds(&c.name, owner, c.epoch, lease_ms / 2)
+                    });
                 }
                 VipRenewReply {
-                    vouches: ctx
-                        .vip_promises
-                        .renew(s, host, &req.claims, &|vip, owner, epoch| {
-                            ctx.vip_sightings.quiet(
-                                vip,
-                                owner,
-                                epoch,
-                                ManageConfig::DEFAULT.lost_after_ms,
-                            )
-                        }),
+                    vouches,
                     candidacies,
                     members: s
                         .members()

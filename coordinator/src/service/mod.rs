@@ -37,6 +37,7 @@ pub(crate) mod route;
 pub(crate) mod status;
 pub(crate) mod tokens;
 pub(crate) mod vip_lease;
+pub(crate) mod vip_metrics;
 pub(crate) mod vip_sightings;
 pub(crate) mod vips;
 pub(crate) mod writes;

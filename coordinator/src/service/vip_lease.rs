@@ -253,6 +253,7 @@ mod tests {
             name: "api".into(),
             epoch,
             standby: false,
+            held: false,
         }]
     }
 
@@ -268,6 +269,7 @@ mod tests {
             name: "api".into(),
             epoch,
             standby: true,
+            held: false,
         }];
         vouch_all(state, host, &claims, book, now, &CFG, &|_, _, _| false)
             .remove(0)
@@ -307,6 +309,7 @@ mod tests {
                 name: "dns".into(),
                 epoch: 1,
                 standby: false,
+                held: false,
             }],
             &mut book,
             T,
@@ -385,6 +388,7 @@ mod tests {
                 name: "api".into(),
                 epoch: 2,
                 standby: true,
+                held: false,
             }],
             &mut fresh,
             T,

@@ -215,6 +215,8 @@ impl FleetState {
                 epoch: v.epoch,
                 standby: v.standby,
                 claimed: false,
+                vouching: None,
+                owner_held: false,
                 checks: v.spec.checks.clone(),
             })
             .collect()

@@ -46,6 +46,9 @@ pub struct Sightings {
     pub simulated: BTreeSet<NodeId>,
     /// Per VIP: whom this member vouches for now, `(holder, epoch)` (its own promises).
     pub vouched: BTreeMap<String, (NodeId, u64)>,
+    /// Per (VIP, host): the last claim in which the host said it holds the VIP, `(epoch, at)`
+    /// (an owner's or a standby's); a claim saying it does not removes it.
+    pub holding: BTreeMap<(String, NodeId), (u64, u64)>,
 }
 
 impl Sightings {
@@ -54,6 +57,24 @@ impl Sightings {
         self.claims
             .get(&(vip.to_string(), owner))
             .is_some_and(|&(e, at)| e == epoch && now.saturating_sub(at) < within_ms)
+    }
+
+    /// Whether `host` said it holds `vip` at `epoch` in a claim within `within_ms` of `now`
+    /// (and said nothing else since).
+    pub fn holds(&self, vip: &str, host: NodeId, epoch: u64, now: u64, within_ms: u64) -> bool {
+        self.holding
+            .get(&(vip.to_string(), host))
+            .is_some_and(|&(e, at)| e == epoch && now.saturating_sub(at) < within_ms)
+    }
+
+    /// Whether `vip`'s standby has taken it over: this member vouches for it at the next
+    /// epoch, or it said it holds it there (a majority vouched for it).
+    pub fn standby_took_over(&self, vip: &Vip, now: u64, within_ms: u64) -> Option<NodeId> {
+        let name = &vip.spec.name;
+        let next = vip.epoch + 1;
+        vip.standby.filter(|&s| {
+            self.vouched.get(name) == Some(&(s, next)) || self.holds(name, s, next, now, within_ms)
+        })
     }
 }
 
@@ -194,9 +215,9 @@ pub fn standbys(
     let mut changes = Vec::new();
     for (name, vip) in state.vips() {
         let Some(owner) = vip.owner else { continue };
-        let took_over = vip
-            .standby
-            .is_some_and(|s| seen.vouched.get(name) == Some(&(s, vip.epoch + 1)));
+        let took_over = seen
+            .standby_took_over(vip, now, cfg.lost_after_ms)
+            .is_some();
         if took_over || !seen.claimed(name, owner, vip.epoch, now, cfg.lost_after_ms) {
             continue;
         }
@@ -246,11 +267,11 @@ pub fn plan(state: &FleetState, seen: &Sightings, now: u64, cfg: &ManageConfig) 
         let leaving = vip.owner.is_some_and(|o| seen.leaving.contains(&o));
         // The standby may already hold it (members vouch for it once the owner's promise
         // lapsed, leader or not): record that, rather than hand it to a third host that would
-        // wait for the standby's lease in turn.
-        let standby_took_over = vip
-            .standby
-            .filter(|&s| seen.vouched.get(name) == Some(&(s, vip.epoch + 1)));
-        if let Some(standby) = standby_took_over {
+        // wait for the standby's lease in turn. Known from this member's own promise, or from
+        // the standby saying it holds it (a majority without this member).
+        if vip.owner.is_some()
+            && let Some(standby) = seen.standby_took_over(vip, now, cfg.lost_after_ms)
+        {
             moves.push(Move {
                 vip: name.clone(),
                 to: Some(standby),
@@ -588,5 +609,35 @@ mod tests {
         f.own(&moved[0]);
         let vip = &f.state.vips()["api"];
         assert_eq!((vip.owner, vip.epoch, vip.standby), (Some(12), 2, None));
+    }
+
+    #[test]
+    fn a_standby_that_says_it_holds_the_next_epoch_is_recorded_without_this_members_promise() {
+        let mut f = Fleet::new(&["pve-a", "pve-b", "pve-c"]);
+        let first = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
+        f.own(&first[0]);
+        f.ok(Command::SetVipStandby {
+            name: "api".into(),
+            standby: Some(12),
+            expected_epoch: 1,
+        });
+        let mut seen = all_ready(1_000);
+        // The owner still claims here (it cannot hold: its other members vouch for pve-b).
+        seen.claims.insert(("api".into(), 11), (1, 1_000));
+        assert_eq!(plan(&f.state, &seen, 1_010, &CFG), vec![]);
+        // A host that is not the standby, or an epoch that is not the next, says nothing.
+        seen.holding.insert(("api".into(), 13), (2, 1_000));
+        seen.holding.insert(("api".into(), 12), (1, 1_000));
+        assert_eq!(plan(&f.state, &seen, 1_010, &CFG), vec![]);
+        // Nor does an old word.
+        seen.holding.insert(("api".into(), 12), (2, 600));
+        assert_eq!(plan(&f.state, &seen, 1_010, &CFG), vec![]);
+        seen.holding.insert(("api".into(), 12), (2, 1_000));
+        let moved = plan(&f.state, &seen, 1_010, &CFG);
+        assert_eq!(
+            (moved[0].to, moved[0].reason.as_str()),
+            (Some(12), STANDBY_TOOK_OVER)
+        );
+        assert_eq!(standbys(&f.state, &seen, 1_010, &CFG), vec![]);
     }
 }

@@ -299,6 +299,8 @@ mod tests {
             epoch: 0,
             standby: None,
             claimed: false,
+            vouching: None,
+            owner_held: false,
             checks,
         }
     }

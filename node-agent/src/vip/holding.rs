@@ -62,6 +62,15 @@ impl Holding {
         }
     }
 
+    /// Whether some member's promise is still live at `now_ms` (as this agent counts it), a
+    /// majority or not.
+    pub fn any_vouch(&self, now_ms: u64) -> bool {
+        self.acked_sends
+            .iter()
+            .flatten()
+            .any(|&sent| sent.saturating_add(self.lease_ms) > now_ms)
+    }
+
     /// Whether the address is held (after the last step).
     pub fn is_held(&self) -> bool {
         self.held

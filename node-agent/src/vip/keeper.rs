@@ -59,6 +59,9 @@ pub struct KeeperConfig {
     /// At shutdown, how long the agent waits for its VIPs' new owners to claim them before
     /// it lets go anyway (no other host may be eligible).
     pub handover_wait: Duration,
+    /// How long a side of a split that let go of its promises claims nothing (the other side
+    /// gathers the majority meanwhile): longer than a lease and the members' drift wait.
+    pub yield_for: Duration,
 }
 
 impl KeeperConfig {
@@ -70,6 +73,7 @@ impl KeeperConfig {
         lease_ms: 400,
         redial_after: Duration::from_millis(500),
         handover_wait: Duration::from_secs(1),
+        yield_for: Duration::from_millis(500),
     };
 }
 
@@ -88,6 +92,13 @@ struct Answer {
 struct Grant {
     vip: VipCandidacy,
     holding: Holding,
+    /// When the grant was made (keeper clock): answers to renewals sent before it are not
+    /// counted, so a grant made again at the same epoch (after a yield or a fence) never
+    /// holds on promises its predecessor let go of.
+    since_ms: u64,
+    /// A standby's grant: since when, without a break, members have said the owner still
+    /// holds the VIP while some member vouches for this host (a split), and when last.
+    owner_held: Option<(u64, u64)>,
     /// The lease end last given to the holder (refresh only when it moves).
     given_until: Option<u64>,
     /// A standby's claim of the next epoch: the members vouch for it only once the owner's
@@ -172,8 +183,11 @@ impl<H: Holder> Keeper<H> {
             host: self.host,
             members: self.members.len(),
             per_member: vec![Vec::new(); self.members.len()],
+            answered_at: vec![None; self.members.len()],
             grants: BTreeMap::new(),
+            yielded: BTreeMap::new(),
             lease_ms: self.cfg.lease_ms,
+            yield_ms: u64::try_from(self.cfg.yield_for.as_millis()).unwrap_or(u64::MAX),
             leaving: false,
             fenced: false,
         };
@@ -215,7 +229,7 @@ impl<H: Holder> Keeper<H> {
                 () = tokio::time::sleep_until(next_renewal) => {
                     let body = self.renewal(&state, &mut checks).await;
                     send.send_replace(Some((clock(), Arc::new(body))));
-                    next_renewal = tokio::time::Instant::now() + state.renew_every(&self.cfg);
+                    next_renewal = tokio::time::Instant::now() + state.renew_every(&self.cfg, clock());
                 }
                 answer = answers.recv() => {
                     let Some(answer) = answer else { break };
@@ -230,16 +244,22 @@ impl<H: Holder> Keeper<H> {
                         }
                     }
                     state.count_members(targets.len());
-                    let gone = state.answer(answer);
+                    let gone = state.answer(answer, clock());
                     self.let_go(gone, &connections).await;
                     // A candidacy heard while idle: renew at the pace it needs from now on.
                     next_renewal = next_renewal
-                        .min(tokio::time::Instant::now() + state.renew_every(&self.cfg));
+                        .min(tokio::time::Instant::now() + state.renew_every(&self.cfg, clock()));
                 }
                 () = sleep_until_opt(lease_end) => {}
             }
             let now = clock();
             state.step(&mut self.holder, now).await;
+            // One side of a split of promises lets go of them, so the other side can hold.
+            let yielded = state.yields(now);
+            if !yielded.is_empty() {
+                self.let_go(yielded, &connections).await;
+                next_renewal = tokio::time::Instant::now();
+            }
             if state.leaving && state.earliest_end().is_none() {
                 break;
             }
@@ -279,6 +299,7 @@ impl<H: Holder> Keeper<H> {
                     name: g.vip.name.clone(),
                     epoch: g.vip.epoch,
                     standby: g.standby,
+                    held: g.holding.is_held(),
                 })
                 .collect(),
             reports,
@@ -316,6 +337,7 @@ impl<H: Holder> Keeper<H> {
                     name: v.name.clone(),
                     epoch: v.epoch,
                     standby: false,
+                    held: false,
                 })
                 .collect(),
         };
@@ -358,8 +380,15 @@ struct KeeperState {
     /// The largest member count heard (the agent's list, or what a member's state says).
     members: usize,
     per_member: Vec<Vec<VipCandidacy>>,
+    /// Per member: the send time of the renewal its latest answer was to.
+    answered_at: Vec<Option<u64>>,
     grants: BTreeMap<String, Grant>,
+    /// Per VIP: the epoch this host let go of in a split, and until when it claims nothing
+    /// at that epoch.
+    yielded: BTreeMap<String, (u64, u64)>,
     lease_ms: u64,
+    /// How long a yield lasts (ms).
+    yield_ms: u64,
     /// The agent is stopping and hands its VIPs over.
     leaving: bool,
     /// The agent is fencing: no grant is taken.
@@ -390,18 +419,19 @@ impl KeeperState {
             .collect()
     }
 
-    /// Whether a grant (not a standby's claim) waits for its majority.
-    fn waiting(&self) -> bool {
+    /// Whether a grant waits for its majority: an owner's not yet held, or a standby's that
+    /// some member already vouches for (it is taking the VIP over).
+    fn waiting(&self, now: u64) -> bool {
         self.grants
             .values()
-            .any(|g| !g.standby && !g.holding.is_held())
+            .any(|g| !g.holding.is_held() && (!g.standby || g.holding.any_vouch(now)))
     }
 
     /// How long until the next renewal: `acquire_every` while a grant waits for its majority
     /// or the agent hands over, `idle_every` while no member names the host a candidate and
     /// it holds nothing, `renew_every` otherwise.
-    fn renew_every(&self, cfg: &KeeperConfig) -> Duration {
-        if self.waiting() || self.leaving {
+    fn renew_every(&self, cfg: &KeeperConfig, now: u64) -> Duration {
+        if self.waiting(now) || self.leaving {
             cfg.acquire_every
         } else if self.grants.is_empty() && self.per_member.iter().all(Vec::is_empty) {
             cfg.idle_every
@@ -424,17 +454,23 @@ impl KeeperState {
         if n > self.members {
             self.members = n;
             self.per_member.resize(n, Vec::new());
+            self.answered_at.resize(n, None);
             for g in self.grants.values_mut() {
                 g.holding.grow(n);
             }
         }
     }
 
-    /// Takes in one member's answer; returns the held VIPs that moved away (to let go now).
-    fn answer(&mut self, a: Answer) -> Vec<VipCandidacy> {
+    /// Takes in one member's answer at `now`; returns the held VIPs that moved away (to let go
+    /// now).
+    fn answer(&mut self, a: Answer, now: u64) -> Vec<VipCandidacy> {
         if let Some(slot) = self.per_member.get_mut(a.member) {
             *slot = a.reply.candidacies;
         }
+        if let Some(slot) = self.answered_at.get_mut(a.member) {
+            *slot = Some(slot.map_or(a.sent_ms, |s| s.max(a.sent_ms)));
+        }
+        self.yielded.retain(|_, (_, until)| now < *until);
         let merged = self.candidacies();
         let mut gone = Vec::new();
         let host = self.host;
@@ -467,7 +503,11 @@ impl KeeperState {
                 .grants
                 .get(&name)
                 .is_some_and(|g| g.vip.epoch < c.epoch);
-            if c.owner == Some(self.host) && (replaced || !self.grants.contains_key(&name)) {
+            let yielded = |epoch: u64| self.yielded.get(&name).is_some_and(|(e, _)| *e == epoch);
+            if c.owner == Some(self.host)
+                && (replaced || !self.grants.contains_key(&name))
+                && !yielded(c.epoch)
+            {
                 if let Some(old) = self.grants.remove(&name)
                     && old.holding.is_held()
                 {
@@ -478,6 +518,8 @@ impl KeeperState {
                     Grant {
                         holding: Holding::new(self.members, self.lease_ms),
                         vip: c,
+                        since_ms: now,
+                        owner_held: None,
                         given_until: None,
                         standby: false,
                     },
@@ -485,6 +527,7 @@ impl KeeperState {
             } else if c.standby == Some(self.host)
                 && c.owner.is_some()
                 && !self.grants.contains_key(&name)
+                && !yielded(c.epoch + 1)
             {
                 // Claimed as the next epoch: members vouch for it only once the owner's
                 // promise lapsed, which takes the VIP over even while no leader can commit.
@@ -498,6 +541,8 @@ impl KeeperState {
                     Grant {
                         holding: Holding::new(self.members, self.lease_ms),
                         vip,
+                        since_ms: now,
+                        owner_held: None,
                         given_until: None,
                         standby: true,
                     },
@@ -510,11 +555,91 @@ impl KeeperState {
             }
             if let Some(g) = self.grants.get_mut(&claim.name)
                 && g.vip.epoch == claim.epoch
+                && a.sent_ms >= g.since_ms
             {
                 g.holding.vouched(a.member, a.sent_ms);
             }
         }
+        // A standby some member vouches for while the owner, by this member's word, still
+        // holds the VIP: one side of a split. Since when, without a break.
+        let recent = self.lease_ms / 2;
+        for g in self.grants.values_mut().filter(|g| g.standby) {
+            let owner_held = self.per_member.get(a.member).is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.name == g.vip.name && c.owner_held && c.epoch + 1 == g.vip.epoch)
+            });
+            if owner_held {
+                g.owner_held = match g.owner_held {
+                    Some((since, last)) if now.saturating_sub(last) < recent => Some((since, now)),
+                    _ => Some((now, now)),
+                };
+            }
+        }
         gone
+    }
+
+    /// The grants this host lets go of at `now` to end a split of promises (docs/design/vips.md,
+    /// "Splits"), none of them held; neither is claimed again at its epoch for the yield time.
+    ///
+    /// - An owner that cannot hold its VIP while a member (answering within a lease) vouches
+    ///   for another host at the next epoch (its standby taking over): it lets go at once and
+    ///   is returned, to be released, so the members that still vouch for it can vouch for
+    ///   the standby.
+    /// - A standby that holds nothing while some member vouches for it and members have said,
+    ///   for a whole lease, that the owner still holds the VIP: the owner lives, so the
+    ///   standby stops claiming and its members go back to the owner when their promise runs
+    ///   out. It releases nothing: a release is how an owner says it let go, and this one may
+    ///   become the owner at that very epoch.
+    fn yields(&mut self, now: u64) -> Vec<VipCandidacy> {
+        let fresh: Vec<&VipCandidacy> = self
+            .per_member
+            .iter()
+            .zip(&self.answered_at)
+            .filter(|(_, at)| at.is_some_and(|at| now.saturating_sub(at) < self.lease_ms))
+            .flat_map(|(cs, _)| cs.iter())
+            .collect();
+        let host = self.host;
+        let (lease, recent) = (self.lease_ms, self.lease_ms / 4);
+        let mut out = Vec::new();
+        let mut quiet = Vec::new();
+        self.grants.retain(|name, g| {
+            if g.holding.is_held() {
+                return true;
+            }
+            let split = if g.standby {
+                g.holding.any_vouch(now)
+                    && g.owner_held.is_some_and(|(since, last)| {
+                        now.saturating_sub(since) >= lease && now.saturating_sub(last) < recent
+                    })
+            } else {
+                fresh.iter().any(|c| {
+                    &c.name == name
+                        && c.vouching
+                            .is_some_and(|(h, e)| h != host && e == g.vip.epoch + 1)
+                })
+            };
+            if split {
+                tracing::info!(
+                    vip = %name,
+                    epoch = g.vip.epoch,
+                    standby = g.standby,
+                    "VIP: split of promises between owner and standby: letting go of this side"
+                );
+                if g.standby {
+                    quiet.push(g.vip.clone());
+                } else {
+                    out.push(g.vip.clone());
+                }
+            }
+            !split
+        });
+        for vip in out.iter().chain(&quiet) {
+            self.yielded.insert(
+                vip.name.clone(),
+                (vip.epoch, now.saturating_add(self.yield_ms)),
+            );
+        }
+        out
     }
 
     /// Applies each grant's lease at `now` through the holder.
@@ -645,12 +770,19 @@ mod tests {
     const HOST: NodeId = 7;
 
     fn state(fenced: bool) -> KeeperState {
+        members(1, fenced)
+    }
+
+    fn members(n: usize, fenced: bool) -> KeeperState {
         KeeperState {
             host: HOST,
-            members: 1,
-            per_member: vec![Vec::new()],
+            members: n,
+            per_member: vec![Vec::new(); n],
+            answered_at: vec![None; n],
             grants: BTreeMap::new(),
+            yielded: BTreeMap::new(),
             lease_ms: 400,
+            yield_ms: 500,
             leaving: false,
             fenced,
         }
@@ -665,6 +797,8 @@ mod tests {
             epoch: 3,
             standby: None,
             claimed: false,
+            vouching: None,
+            owner_held: false,
             checks: Vec::new(),
         }
     }
@@ -692,7 +826,7 @@ mod tests {
         let cfg = KeeperConfig::DEFAULT;
         let mut s = state(false);
         assert_eq!(
-            s.renew_every(&cfg),
+            s.renew_every(&cfg, 0),
             cfg.idle_every,
             "nothing to hold or claim"
         );
@@ -701,27 +835,27 @@ mod tests {
             owner: Some(HOST + 1),
             ..granted("web")
         };
-        s.answer(answer(vec![elsewhere]));
+        s.answer(answer(vec![elsewhere]), 100);
         assert!(s.grants.is_empty());
-        assert_eq!(s.renew_every(&cfg), cfg.renew_every);
+        assert_eq!(s.renew_every(&cfg, 0), cfg.renew_every);
         // Granted here, waiting for its majority.
-        s.answer(answer(vec![granted("web")]));
-        assert_eq!(s.renew_every(&cfg), cfg.acquire_every);
+        s.answer(answer(vec![granted("web")]), 100);
+        assert_eq!(s.renew_every(&cfg, 0), cfg.acquire_every);
         // Gone from the answers: idle again.
-        s.answer(answer(Vec::new()));
-        assert_eq!(s.renew_every(&cfg), cfg.idle_every);
+        s.answer(answer(Vec::new()), 100);
+        assert_eq!(s.renew_every(&cfg, 0), cfg.idle_every);
         s.leaving = true;
-        assert_eq!(s.renew_every(&cfg), cfg.acquire_every);
+        assert_eq!(s.renew_every(&cfg, 0), cfg.acquire_every);
     }
 
     #[test]
     fn a_fenced_agent_takes_no_grant_and_takes_them_again_once_unfenced() {
         let mut s = state(true);
-        assert!(s.answer(answer(vec![granted("web")])).is_empty());
+        assert!(s.answer(answer(vec![granted("web")]), 100).is_empty());
         assert!(s.grants.is_empty(), "no claim while fenced");
         assert!(s.held().is_empty());
         s.fenced = false;
-        s.answer(answer(vec![granted("web")]));
+        s.answer(answer(vec![granted("web")]), 100);
         assert_eq!(s.grants.keys().collect::<Vec<_>>(), ["web"]);
         // Vouched by the only member: held after a step, then let go as a whole.
         s.grants.get_mut("web").unwrap().holding.vouched(0, 100);
@@ -730,5 +864,200 @@ mod tests {
             Step::Acquire(_)
         ));
         assert_eq!(s.held().len(), 1);
+    }
+
+    /// Member `member`'s answer to a renewal sent at `sent` claiming `claims`, vouching for
+    /// those listed in `ok`, with `candidacies`.
+    fn reply(
+        member: usize,
+        sent: u64,
+        claims: &[(&str, u64, bool)],
+        ok: bool,
+        candidacies: Vec<VipCandidacy>,
+    ) -> Answer {
+        let claims: Vec<VipClaim> = claims
+            .iter()
+            .map(|&(name, epoch, standby)| VipClaim {
+                name: name.into(),
+                epoch,
+                standby,
+                held: false,
+            })
+            .collect();
+        Answer {
+            member,
+            sent_ms: sent,
+            reply: VipRenewReply {
+                vouches: claims
+                    .iter()
+                    .map(|c| protocol::agent::VipVouch {
+                        name: c.name.clone(),
+                        outcome: if ok { Ok(400) } else { Err("no".into()) },
+                    })
+                    .collect(),
+                candidacies,
+                members: Vec::new(),
+            },
+            request: Arc::new(VipRenew {
+                claims,
+                reports: Vec::new(),
+                simulated: true,
+                leaving: false,
+            }),
+        }
+    }
+
+    /// `web` owned here at epoch 3, with host 8 its standby.
+    fn owned() -> VipCandidacy {
+        VipCandidacy {
+            standby: Some(HOST + 1),
+            ..granted("web")
+        }
+    }
+
+    /// `web` owned by host 6 at epoch 3, with this host its standby.
+    fn standing_by() -> VipCandidacy {
+        VipCandidacy {
+            owner: Some(HOST - 1),
+            standby: Some(HOST),
+            ..granted("web")
+        }
+    }
+
+    #[test]
+    fn an_owner_that_cannot_hold_lets_go_when_a_member_vouches_for_its_standby() {
+        let mut s = members(3, false);
+        s.answer(reply(0, 100, &[], true, vec![owned()]), 100);
+        // Vouched by member 0 only; member 1 vouches for the standby at the next epoch.
+        s.answer(
+            reply(0, 120, &[("web", 3, false)], true, vec![owned()]),
+            130,
+        );
+        let split = VipCandidacy {
+            vouching: Some((HOST + 1, 4)),
+            ..owned()
+        };
+        s.answer(reply(1, 120, &[("web", 3, false)], false, vec![split]), 131);
+        let g = &mut s.grants.get_mut("web").unwrap().holding;
+        assert_eq!(g.step(140), Step::Idle, "one of three is no majority");
+        let gone = s.yields(140);
+        assert_eq!(gone.len(), 1, "let go, to be released");
+        assert!(s.grants.is_empty());
+        // Not claimed again at that epoch for the yield time, whatever the members say...
+        s.answer(reply(0, 150, &[], true, vec![owned()]), 400);
+        assert!(s.grants.is_empty());
+        // ... then claimed afresh: an answer to a renewal sent before counts for nothing.
+        s.answer(reply(0, 650, &[], true, vec![owned()]), 650);
+        assert!(s.grants.contains_key("web"));
+        s.answer(
+            reply(0, 120, &[("web", 3, false)], true, vec![owned()]),
+            660,
+        );
+        s.answer(
+            reply(2, 130, &[("web", 3, false)], true, vec![owned()]),
+            661,
+        );
+        let g = &mut s.grants.get_mut("web").unwrap().holding;
+        assert_eq!(g.step(662), Step::Idle, "late answers are not a majority");
+        // A new epoch is another grant: no yield holds it back.
+        let moved = VipCandidacy {
+            epoch: 5,
+            ..owned()
+        };
+        let mut s = members(3, false);
+        s.yielded.insert("web".into(), (3, 10_000));
+        s.answer(reply(0, 100, &[], true, vec![moved]), 100);
+        assert!(s.grants.contains_key("web"));
+    }
+
+    #[test]
+    fn an_owner_keeps_its_claim_while_it_holds_or_waits_for_the_previous_owner() {
+        let mut s = members(3, false);
+        s.answer(reply(0, 100, &[], true, vec![owned()]), 100);
+        // Waiting for the previous owner's promise (epoch 2) to run out: no split.
+        let previous = VipCandidacy {
+            vouching: Some((HOST + 2, 2)),
+            ..owned()
+        };
+        s.answer(
+            reply(1, 100, &[("web", 3, false)], false, vec![previous]),
+            110,
+        );
+        assert!(s.yields(120).is_empty());
+        assert!(s.grants.contains_key("web"));
+        // Held with members 0 and 2: a member that vouches for the standby changes nothing.
+        s.answer(
+            reply(0, 130, &[("web", 3, false)], true, vec![owned()]),
+            140,
+        );
+        s.answer(
+            reply(2, 130, &[("web", 3, false)], true, vec![owned()]),
+            141,
+        );
+        let split = VipCandidacy {
+            vouching: Some((HOST + 1, 4)),
+            ..owned()
+        };
+        s.answer(reply(1, 130, &[("web", 3, false)], false, vec![split]), 142);
+        let g = &mut s.grants.get_mut("web").unwrap().holding;
+        assert!(matches!(g.step(150), Step::Acquire(_)));
+        assert!(s.yields(150).is_empty());
+        // An answer older than a lease says nothing about now.
+        let g = &mut s.grants.get_mut("web").unwrap().holding;
+        assert_eq!(g.step(600), Step::Lose);
+        assert!(s.yields(600).is_empty(), "member 1's word is 470 ms old");
+    }
+
+    #[test]
+    fn a_standby_stops_claiming_once_members_say_for_a_lease_that_the_owner_holds() {
+        let mut s = members(3, false);
+        s.answer(reply(0, 100, &[], true, vec![standing_by()]), 100);
+        let g = &s.grants["web"];
+        assert!(g.standby && g.vip.epoch == 4);
+        let held = VipCandidacy {
+            owner_held: true,
+            ..standing_by()
+        };
+        // Member 0 vouches for it (a split), members 1 and 2 hear the owner holding.
+        let mut t = 120;
+        while t <= 500 {
+            s.answer(
+                reply(0, t, &[("web", 4, true)], true, vec![standing_by()]),
+                t + 5,
+            );
+            s.answer(
+                reply(1, t, &[("web", 4, true)], false, vec![held.clone()]),
+                t + 6,
+            );
+            let g = &mut s.grants.get_mut("web").unwrap().holding;
+            assert_eq!(g.step(t + 7), Step::Idle);
+            if t + 7 < 126 + 400 {
+                assert!(s.yields(t + 7).is_empty(), "at {t}: not yet a whole lease");
+            }
+            t += 20;
+        }
+        let cfg = KeeperConfig::DEFAULT;
+        assert_eq!(
+            s.renew_every(&cfg, 510),
+            cfg.acquire_every,
+            "taking over, partly vouched"
+        );
+        assert!(s.yields(530).is_empty(), "a standby releases nothing");
+        assert!(s.grants.is_empty(), "but stops claiming");
+        assert_eq!(s.yielded["web"], (4, 1030));
+        // A standby that holds the VIP never lets go on the members' word.
+        let mut s = members(1, false);
+        s.answer(reply(0, 100, &[], true, vec![standing_by()]), 100);
+        let mut t = 120;
+        while t <= 700 {
+            s.answer(
+                reply(0, t, &[("web", 4, true)], true, vec![held.clone()]),
+                t + 5,
+            );
+            let g = &mut s.grants.get_mut("web").unwrap().holding;
+            assert!(!matches!(g.step(t + 6), Step::Idle | Step::Lose));
+            assert!(s.yields(t + 6).is_empty());
+            t += 20;
+        }
     }
 }

@@ -26,6 +26,9 @@ pub struct VipClaim {
     /// promise lapsed. Not an owner's claim: members do not count it as one (a previous
     /// owner lets go only once the new owner itself asks).
     pub standby: bool,
+    /// Whether the claimant holds the VIP now (a majority vouches): members tell the standby
+    /// that a live owner still holds it, and the leader records a standby that holds it.
+    pub held: bool,
 }
 
 /// Whether this host can hold one VIP it is a candidate for, as its agent sees it.
@@ -75,6 +78,14 @@ pub struct VipCandidacy {
     /// heard: a previous holder lets go once the new owner is asking, so the hand-over waits
     /// for nobody.
     pub claimed: bool,
+    /// Whom the answering member vouches for now, `(holder, epoch)`: an owner that cannot
+    /// hold its VIP while a member vouches for its standby at the next epoch lets go of its
+    /// promises, so a split between owner and standby ends (docs/design/vips.md, "Splits").
+    pub vouching: Option<(crate::NodeId, u64)>,
+    /// Whether the owner said it holds the VIP at `epoch` in its latest claim, heard within
+    /// half a lease: a standby that this member vouches for while the owner still holds it
+    /// lets go of its promises.
+    pub owner_held: bool,
     /// The VIP's health checks: the host is ready for it only while all are up.
     pub checks: Vec<crate::spec::VipCheck>,
 }

@@ -13,6 +13,7 @@
 //! | agent SIGKILL | its agent killed | restarted | the gate closes at lease end, take-over |
 //! | agent SIGSTOP | its agent frozen | SIGCONT | as SIGKILL |
 //! | host death | every process killed, link down | wiped (a reboot), up, restarted | take-over |
+//! | member restart, then loss | a member restarted while the owner's link to it is late, then another member killed | restarted | one holder, the owner or its standby |
 //!
 //! [`Record::stats`]: super::record::Record::stats
 
@@ -54,6 +55,20 @@ pub enum Fault {
     AgentStop,
     /// The owner host dies: every process of it killed, its link down.
     HostDeath,
+    /// Two member faults back to back, the owner left alone: a member (not the leader) is
+    /// restarted while the owner's packets to it are dropped for `late_link_ms` (an agent's
+    /// link to a restarted member comes back only after its handshake times out, so the
+    /// standby's may come back first), then `then_ms` after the link is back another member
+    /// that backs the owner is killed: the leader, or the other one. Not in [`Fault::ALL`]:
+    /// it needs the owner on a host that runs no member.
+    MemberRestartThenLoss {
+        /// Kill the leader (else the member that is neither restarted nor leading).
+        kill_leader: bool,
+        /// How long the owner's link to the restarted member stays cut after its restart.
+        late_link_ms: u64,
+        /// How long after the link is back the second member is killed.
+        then_ms: u64,
+    },
 }
 
 impl Fault {
@@ -84,6 +99,12 @@ impl Fault {
             Fault::AgentKill => "agent SIGKILL",
             Fault::AgentStop => "agent SIGSTOP",
             Fault::HostDeath => "host death",
+            Fault::MemberRestartThenLoss {
+                kill_leader: true, ..
+            } => "member restart, then leader loss",
+            Fault::MemberRestartThenLoss {
+                kill_leader: false, ..
+            } => "member restart, then member loss",
         }
     }
 
@@ -94,6 +115,9 @@ impl Fault {
             // Expected to stay (the promises survive the leader); a move is reported, not
             // failed: issue 12 asks for the outage measured.
             Fault::LeaderKill => Effect::Either,
+            // The owner keeps it if the members' promises came back together before the
+            // loss, else its standby takes it over: either way one host holds it.
+            Fault::MemberRestartThenLoss { .. } => Effect::Either,
             _ => Effect::HandsOver,
         }
     }
@@ -273,6 +297,20 @@ impl VipBed {
                 self.record.excuse(owner, Excuse::Yes);
                 self.rt.block_on(self.lab.pause(Part::Agent(owner)))?;
             }
+            Fault::MemberRestartThenLoss {
+                kill_leader,
+                late_link_ms,
+                then_ms,
+            } => {
+                let killed = self.restart_then_pick(owner, kill_leader, late_link_ms, then_ms)?;
+                self.record.mark(format!(
+                    "kill coordinator {} on {}",
+                    killed + 1,
+                    self.name(killed)
+                ));
+                self.rt.block_on(self.lab.kill(Part::Member(killed)));
+                return Ok(Injected::Member(killed));
+            }
             Fault::HostDeath => {
                 self.record.excuse(owner, Excuse::Yes);
                 self.rt.block_on(self.lab.kill(Part::Agent(owner)));
@@ -284,6 +322,62 @@ impl VipBed {
             }
         }
         Ok(Injected::Nothing)
+    }
+
+    /// The first half of [`Fault::MemberRestartThenLoss`]: restarts a member that neither leads
+    /// nor runs on the owner's host while the owner's packets to and from it are dropped,
+    /// lets the link back after `late_link_ms`, waits `then_ms`; the member to kill next.
+    fn restart_then_pick(
+        &mut self,
+        owner: usize,
+        kill_leader: bool,
+        late_link_ms: u64,
+        then_ms: u64,
+    ) -> Result<usize, BedError> {
+        if self.member_of_host(owner).is_some() {
+            return Err(BedError::NoSuch(format!(
+                "the owner {} runs a member: this fault needs it on a host without one",
+                self.name(owner)
+            )));
+        }
+        let leader = self.leader()?;
+        let others: Vec<usize> = (0..self.opts.coordinators)
+            .filter(|m| *m != leader)
+            .collect();
+        let (Some(&restarted), Some(&other)) = (others.first(), others.get(1)) else {
+            return Err(BedError::NoSuch("this fault needs three members".into()));
+        };
+        let killed = if kill_leader { leader } else { other };
+        let address = self.network.hosts[restarted].address;
+        let script = format!(
+            "table inet {TABLE} {{
+  chain input {{ type filter hook input priority -10; policy accept; ip saddr {address} meta l4proto udp drop; }}
+  chain output {{ type filter hook output priority -10; policy accept; ip daddr {address} meta l4proto udp drop; }}
+}}
+"
+        );
+        self.network.hosts[owner].netns.nft(&script)?;
+        self.record.mark(format!(
+            "restart coordinator {} on {}, its link from {} late by {late_link_ms} ms",
+            restarted + 1,
+            self.name(restarted),
+            self.name(owner)
+        ));
+        self.rt.block_on(self.lab.kill(Part::Member(restarted)));
+        let started = self.start_part(Part::Member(restarted));
+        std::thread::sleep(Duration::from_millis(late_link_ms));
+        let unblocked = self.network.hosts[owner]
+            .netns
+            .nft(&format!("delete table inet {TABLE}\n"));
+        started?;
+        unblocked?;
+        let promises = self.describe_promises();
+        self.record
+            .mark(format!("{}'s link back; {promises}", self.name(owner)));
+        std::thread::sleep(Duration::from_millis(then_ms));
+        let promises = self.describe_promises();
+        self.record.mark(format!("before the loss: {promises}"));
+        Ok(killed)
     }
 
     /// Waits for the fault's effect; the host holding the VIP then.
@@ -330,7 +424,7 @@ impl VipBed {
                     host.netns.nft(&drop_table)?;
                 }
             }
-            Fault::LeaderKill => {
+            Fault::LeaderKill | Fault::MemberRestartThenLoss { .. } => {
                 if let Injected::Member(m) = injected {
                     self.start_part(Part::Member(m))?;
                 }
