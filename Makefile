@@ -118,6 +118,7 @@ bench:
 	$(CARGO) bench --locked -p pvefleet-tests --bench fence_false_alarm
 	$(CARGO) bench --locked -p pvefleet-tests --bench ha_recovery
 	$(CARGO) bench --locked -p pvefleet-tests --bench drain
+	$(CARGO) bench --locked -p pvefleet-tests --bench vip_member_faults
 	$(CARGO) bench --locked -p pvefleet-tests --bench rebalance_plan
 	@command -v chromedriver >/dev/null || apt-get install -y --no-install-recommends chromium chromium-driver
 	$(CARGO) bench --locked -p pvefleet-tests --bench dashboard

@@ -33,6 +33,9 @@ use crate::service::Ctx;
 /// How often the leader looks: a tenth of the agents' default beat, so a fence is committed
 /// within this of the proof holding.
 const TICK: Duration = Duration::from_millis(100);
+/// An agent whose VIP renewal this member heard this recently is alive and connected (an agent
+/// with nothing to hold renews every second; `node-agent::vip::keeper`'s `idle_every`).
+const HEARD_WITHIN_MS: u64 = 1_500;
 
 /// The host watch of one member (it acts only while the member leads).
 pub(crate) struct HostWatch {
@@ -66,9 +69,13 @@ impl HostWatch {
     }
 
     async fn step(&self, term: u64) {
-        let Some((seen, watch)) = self.ctx.control.sightings() else {
+        let Some((seen, mut watch)) = self.ctx.control.sightings() else {
             return;
         };
+        // Every agent renews its VIP leases with every member at least every second: an
+        // agent heard so is alive and connected even before it finds this new leader.
+        watch.heard_elsewhere = self.ctx.vip_sightings.heard_within(HEARD_WITHIN_MS);
+        let now_ms = watch.now_ms;
         let planned = self.ctx.read_local(|state| {
             let holds: BTreeMap<NodeId, u64> = state
                 .leaving()
@@ -82,7 +89,7 @@ impl HostWatch {
                 .map(|(id, l)| (*id, l.hold_ms))
                 .collect();
             (
-                plan(state.hosts(), &seen, &holds, watch, &self.cfg),
+                plan(state.hosts(), &seen, &holds, &watch, &self.cfg),
                 state.cluster_version() >= HOST_LIVENESS,
                 back,
             )
@@ -97,7 +104,7 @@ impl HostWatch {
         for t in transitions {
             self.commit(&t, with_reason).await;
         }
-        self.end_holds(term, watch.now_ms, &back).await;
+        self.end_holds(term, now_ms, &back).await;
     }
 
     /// Drops the leaving records of hosts back for longer than their hold's fence wait.

@@ -63,6 +63,15 @@ impl LivenessConfig {
             .saturating_add(self.margin_ms)
     }
 
+    /// How long after an election a host that this leader has not heard beat yet, but heard
+    /// by another way, is still not shown unreachable: agents find a new leader only once their
+    /// beat to the old one timed out (up to 5 s) and a follower named the new one. Half the
+    /// lease: such a host, if it never beats, is still shown unreachable well before the fence
+    /// proof can hold, which counts from the election regardless.
+    pub fn new_leader_grace_ms(&self) -> u64 {
+        self.lease_ms / 2
+    }
+
     /// Checks the knobs against each other: a host must be shown unreachable before it can be
     /// fenced, and the drift must stay plausible.
     pub fn check(&self) -> Result<(), String> {
@@ -92,12 +101,16 @@ pub struct Sighting {
 }
 
 /// The leader's clock and leadership.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Watch {
     /// When this member started leading.
     pub leading_since_ms: u64,
     /// Now.
     pub now_ms: u64,
+    /// Hosts whose agent this member heard just now by another way than a beat (every agent
+    /// renews its VIP leases with every member, leader or not, at least every second): alive
+    /// and connected, only not beating this leader yet.
+    pub heard_elsewhere: std::collections::BTreeSet<NodeId>,
 }
 
 /// One decided change of a host's state (committed as `SetHostLiveness`).
@@ -125,7 +138,7 @@ pub fn plan(
     hosts: &BTreeMap<NodeId, Host>,
     seen: &BTreeMap<NodeId, Sighting>,
     holds: &BTreeMap<NodeId, u64>,
-    watch: Watch,
+    watch: &Watch,
     cfg: &LivenessConfig,
 ) -> Vec<Transition> {
     let mut out = Vec::new();
@@ -144,7 +157,8 @@ pub fn plan(
         };
         match host.state {
             HostState::Online | HostState::Joining => {
-                if let Some(reason) = silence(sighting, watch, cfg) {
+                let elsewhere = watch.heard_elsewhere.contains(&host.id);
+                if let Some(reason) = silence(sighting, elsewhere, watch, cfg) {
                     out.push(Transition {
                         host: host.id,
                         expected: host.state,
@@ -170,13 +184,26 @@ pub fn plan(
 }
 
 /// Why the host counts as unreachable now, if it does.
-fn silence(sighting: Option<&Sighting>, watch: Watch, cfg: &LivenessConfig) -> Option<String> {
+///
+/// A host that has not beaten this leader yet but is `heard_elsewhere` gets the new leader's
+/// grace ([`LivenessConfig::new_leader_grace_ms`]): an election must never bring a healthy,
+/// connected host near a fence. A host that did beat this leader and stopped gets none: one
+/// whose beats fail while its renewals get through is in trouble all the same (its lease
+/// runs out), and its guests must be recovered.
+fn silence(
+    sighting: Option<&Sighting>,
+    heard_elsewhere: bool,
+    watch: &Watch,
+    cfg: &LivenessConfig,
+) -> Option<String> {
     let (from, heard) = match sighting {
         Some(s) => (s.last_beat_ms, true),
         None => (watch.leading_since_ms, false),
     };
     let silent = watch.now_ms.saturating_sub(from);
-    if silent < cfg.unreachable_after_ms {
+    if silent < cfg.unreachable_after_ms
+        || (!heard && heard_elsewhere && silent < cfg.new_leader_grace_ms())
+    {
         return None;
     }
     Some(if heard {
@@ -194,7 +221,7 @@ fn silence(sighting: Option<&Sighting>, watch: Watch, cfg: &LivenessConfig) -> O
 }
 
 /// Why the host's lease has provably ended now, if it has.
-fn fence_proof(sighting: Option<&Sighting>, watch: Watch, cfg: &LivenessConfig) -> Option<String> {
+fn fence_proof(sighting: Option<&Sighting>, watch: &Watch, cfg: &LivenessConfig) -> Option<String> {
     let acked = sighting.and_then(|s| s.last_ack_ms);
     let from = acked.map_or(watch.leading_since_ms, |a| a.max(watch.leading_since_ms));
     let since = watch.now_ms.saturating_sub(from);

@@ -278,6 +278,7 @@ impl Control {
             Watch {
                 leading_since_ms: inner.leading_since_ms,
                 now_ms: now.mono_ms,
+                heard_elsewhere: Default::default(),
             },
         ))
     }

@@ -156,6 +156,18 @@ impl VipSightings {
         self.lock().seen.claimed(vip, owner, epoch, now, within_ms)
     }
 
+    /// The hosts whose agent renewed with this member within `within_ms`.
+    pub(crate) fn heard_within(&self, within_ms: u64) -> std::collections::BTreeSet<NodeId> {
+        let now = self.now_ms();
+        self.lock()
+            .seen
+            .renewed_at
+            .iter()
+            .filter(|(_, at)| now.saturating_sub(**at) < within_ms)
+            .map(|(host, _)| *host)
+            .collect()
+    }
+
     /// Whether a host other than `except` said, within `within_ms`, that it holds `vip`.
     pub(crate) fn held_by_other(&self, vip: &str, except: NodeId, within_ms: u64) -> bool {
         let now = self.now_ms();

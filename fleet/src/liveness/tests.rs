@@ -44,6 +44,7 @@ fn at(leading_since_ms: u64, now_ms: u64) -> Watch {
     Watch {
         leading_since_ms,
         now_ms,
+        heard_elsewhere: Default::default(),
     }
 }
 
@@ -74,7 +75,7 @@ fn silence_makes_a_host_unreachable_after_the_threshold_and_not_before() {
             &hosts(&[(7, state)]),
             &seen(&[(7, beat, Some(beat))]),
             &NO_HOLDS,
-            at(0, now),
+            &at(0, now),
             &CFG,
         );
         assert_eq!(!out.is_empty(), expected, "{state} beat {beat} now {now}");
@@ -96,15 +97,15 @@ fn a_host_that_left_cleanly_is_fenced_only_once_its_hold_ended() {
     let s = seen(&[(7, 5_000, Some(5_100)), (8, 5_000, Some(5_100))]);
     // Host 7 was granted a 60 s hold: 5.1 s + 60 s × 1.05 + 0.5 s; host 8 a standard lease.
     let holds = BTreeMap::from([(7, 60_000)]);
-    let out = plan(&h, &s, &holds, at(0, 16_100), &CFG);
+    let out = plan(&h, &s, &holds, &at(0, 16_100), &CFG);
     assert_eq!(out.len(), 1, "{out:?}");
     assert_eq!(out[0].host, 8);
     assert!(
-        plan(&h, &s, &holds, at(0, 68_599), &CFG)
+        plan(&h, &s, &holds, &at(0, 68_599), &CFG)
             .iter()
             .all(|t| t.host != 7)
     );
-    let out = plan(&h, &s, &holds, at(0, 68_600), &CFG);
+    let out = plan(&h, &s, &holds, &at(0, 68_600), &CFG);
     assert!(out.iter().any(|t| t.host == 7 && t.to == HostState::Fenced));
     assert!(
         out.iter()
@@ -113,21 +114,21 @@ fn a_host_that_left_cleanly_is_fenced_only_once_its_hold_ended() {
     );
     // A new leader counts the hold from its election.
     assert!(
-        plan(&h, &BTreeMap::new(), &holds, at(50_000, 60_999), &CFG)
+        plan(&h, &BTreeMap::new(), &holds, &at(50_000, 60_999), &CFG)
             .iter()
             .all(|t| t.host != 7)
     );
     // A hold shorter than the heartbeat lease changes nothing.
     let short = BTreeMap::from([(8, 1_000)]);
-    assert!(plan(&h, &s, &short, at(0, 16_099), &CFG).is_empty());
+    assert!(plan(&h, &s, &short, &at(0, 16_099), &CFG).is_empty());
 }
 
 #[test]
 fn an_unreachable_host_is_fenced_exactly_when_the_proof_holds() {
     let h = hosts(&[(7, HostState::Unreachable)]);
     let s = seen(&[(7, 5_000, Some(5_100))]);
-    assert!(plan(&h, &s, &NO_HOLDS, at(0, 16_099), &CFG).is_empty());
-    let out = plan(&h, &s, &NO_HOLDS, at(0, 16_100), &CFG);
+    assert!(plan(&h, &s, &NO_HOLDS, &at(0, 16_099), &CFG).is_empty());
+    let out = plan(&h, &s, &NO_HOLDS, &at(0, 16_100), &CFG);
     assert_eq!(out.len(), 1);
     assert_eq!(
         (out[0].expected, out[0].to),
@@ -145,23 +146,23 @@ fn an_unreachable_host_is_fenced_exactly_when_the_proof_holds() {
 fn a_new_leader_waits_a_whole_fence_wait_for_hosts_it_never_acknowledged() {
     let h = hosts(&[(1, HostState::Online), (2, HostState::Unreachable)]);
     // Leading since 50 s, never heard from either host.
-    let out = plan(&h, &BTreeMap::new(), &NO_HOLDS, at(50_000, 52_999), &CFG);
+    let out = plan(&h, &BTreeMap::new(), &NO_HOLDS, &at(50_000, 52_999), &CFG);
     assert!(out.is_empty(), "{out:?}");
-    let out = plan(&h, &BTreeMap::new(), &NO_HOLDS, at(50_000, 53_000), &CFG);
+    let out = plan(&h, &BTreeMap::new(), &NO_HOLDS, &at(50_000, 53_000), &CFG);
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].host, out[0].to), (1, HostState::Unreachable));
     assert!(out[0].reason.contains("became leader"), "{}", out[0].reason);
     assert!(
-        plan(&h, &BTreeMap::new(), &NO_HOLDS, at(50_000, 60_999), &CFG)
+        plan(&h, &BTreeMap::new(), &NO_HOLDS, &at(50_000, 60_999), &CFG)
             .iter()
             .all(|t| t.to != HostState::Fenced)
     );
-    let out = plan(&h, &BTreeMap::new(), &NO_HOLDS, at(50_000, 61_000), &CFG);
+    let out = plan(&h, &BTreeMap::new(), &NO_HOLDS, &at(50_000, 61_000), &CFG);
     assert!(out.iter().any(|t| t.host == 2 && t.to == HostState::Fenced));
     // A beat heard but never acknowledged (no quorum confirmed) proves nothing either.
     let s = seen(&[(2, 51_000, None)]);
     assert!(
-        plan(&h, &s, &NO_HOLDS, at(50_000, 60_999), &CFG)
+        plan(&h, &s, &NO_HOLDS, &at(50_000, 60_999), &CFG)
             .iter()
             .all(|t| t.to != HostState::Fenced)
     );
@@ -195,7 +196,7 @@ fn fencing_never_precedes_the_end_of_any_lease_the_host_may_hold() {
                     let end_real = send + lease * real / agent;
                     for now in (ack..ack + 2 * lease).step_by(97) {
                         let now = now.max(leading_since);
-                        let out = plan(&h, &s, &NO_HOLDS, at(leading_since, now), &CFG);
+                        let out = plan(&h, &s, &NO_HOLDS, &at(leading_since, now), &CFG);
                         if out.iter().any(|t| t.to == HostState::Fenced) {
                             fenced_checks += 1;
                             assert!(
@@ -242,4 +243,48 @@ fn seconds_and_percentages_read_well() {
     assert_eq!(secs(11_249), "11.2 s");
     assert_eq!(permille_as_percent(50), "5");
     assert_eq!(permille_as_percent(25), "2.5");
+}
+
+#[test]
+fn a_new_leader_gives_hosts_it_hears_by_their_renewals_time_to_find_it() {
+    let h = hosts(&[
+        (1, HostState::Online),
+        (2, HostState::Online),
+        (3, HostState::Online),
+    ]);
+    // Leading since 50 s; host 1 beat this leader, hosts 2 and 3 did not yet; host 2's agent
+    // renews its VIP leases here, host 3's is silent.
+    let s = seen(&[(1, 50_500, Some(50_510))]);
+    let mut w = at(50_000, 53_000);
+    w.heard_elsewhere = [1, 2].into_iter().collect();
+    let out = plan(&h, &s, &NO_HOLDS, &w, &CFG);
+    assert_eq!(
+        out.iter().map(|t| t.host).collect::<Vec<_>>(),
+        [3],
+        "only the host nobody hears: {out:?}"
+    );
+    // Host 2 never finds the leader: unreachable once the grace is over, well before the
+    // fence proof (11 s after the election).
+    w.now_ms = 50_000 + CFG.new_leader_grace_ms() - 1;
+    assert!(
+        !plan(&h, &s, &NO_HOLDS, &w, &CFG)
+            .iter()
+            .any(|t| t.host == 2)
+    );
+    w.now_ms = 50_000 + CFG.new_leader_grace_ms();
+    let out = plan(&h, &s, &NO_HOLDS, &w, &CFG);
+    assert!(
+        out.iter()
+            .any(|t| t.host == 2 && t.to == HostState::Unreachable)
+    );
+    assert!(CFG.new_leader_grace_ms() < CFG.fence_wait_ms());
+    // A host that beat this leader and stopped gets no grace, renewals or not: its beats fail,
+    // its lease runs out.
+    let mut w = at(50_000, 53_600);
+    w.heard_elsewhere = [1].into_iter().collect();
+    let out = plan(&h, &s, &NO_HOLDS, &w, &CFG);
+    assert!(
+        out.iter()
+            .any(|t| t.host == 1 && t.to == HostState::Unreachable)
+    );
 }

@@ -349,6 +349,7 @@ impl VipBed {
         };
         let killed = if kill_leader { leader } else { other };
         let address = self.network.hosts[restarted].address;
+        let block = late_link_ms > 0;
         let script = format!(
             "table inet {TABLE} {{
   chain input {{ type filter hook input priority -10; policy accept; ip saddr {address} meta l4proto udp drop; }}
@@ -356,7 +357,9 @@ impl VipBed {
 }}
 "
         );
-        self.network.hosts[owner].netns.nft(&script)?;
+        if block {
+            self.network.hosts[owner].netns.nft(&script)?;
+        }
         self.record.mark(format!(
             "restart coordinator {} on {}, its link from {} late by {late_link_ms} ms",
             restarted + 1,
@@ -366,9 +369,13 @@ impl VipBed {
         self.rt.block_on(self.lab.kill(Part::Member(restarted)));
         let started = self.start_part(Part::Member(restarted));
         std::thread::sleep(Duration::from_millis(late_link_ms));
-        let unblocked = self.network.hosts[owner]
-            .netns
-            .nft(&format!("delete table inet {TABLE}\n"));
+        let unblocked = if block {
+            self.network.hosts[owner]
+                .netns
+                .nft(&format!("delete table inet {TABLE}\n"))
+        } else {
+            Ok(())
+        };
         started?;
         unblocked?;
         let promises = self.describe_promises();
@@ -378,6 +385,34 @@ impl VipBed {
         let promises = self.describe_promises();
         self.record.mark(format!("before the loss: {promises}"));
         Ok(killed)
+    }
+
+    /// Moves the VIP to host `host` (`pvefleet vip move`) and waits until it holds it with a
+    /// standby recorded.
+    ///
+    /// # Errors
+    /// [`BedError::Timeout`] after [`BedOptions::settle`](super::BedOptions::settle).
+    pub fn settle_on(&mut self, host: usize) -> Result<(), BedError> {
+        let (vip, name) = (self.opts.vip.clone(), self.name(host).to_string());
+        self.cli(&["vip", "move", &vip, &name])?;
+        let deadline = std::time::Instant::now() + self.opts.settle;
+        loop {
+            let status = self.vip_status()?;
+            if status.owner_name.as_deref() == Some(name.as_str())
+                && status.held
+                && status.vip.standby.is_some()
+            {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(BedError::Timeout {
+                    what: format!("the VIP held by {name} with a standby"),
+                    after: self.opts.settle,
+                    last: format!("{status:?}"),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// Waits for the fault's effect; the host holding the VIP then.

@@ -19,6 +19,7 @@ mod host_admin;
 mod host_failure;
 mod host_recovery;
 mod launcher;
+mod leader_changes;
 mod maintenance;
 mod migration;
 mod power_cut;

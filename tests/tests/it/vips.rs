@@ -121,27 +121,9 @@ fn a_member_restart_then_another_members_loss_leaves_one_holder() {
         ..BedOptions::default()
     })
     .unwrap_or_else(|e| panic!("{e}"));
-    let vip = bed.options().vip.clone();
     // The owner on the host that runs no member: the member faults leave it alone.
     let last = bed.options().hosts - 1;
-    let host = bed.name(last).to_string();
-    bed.cli(&["vip", "move", &vip, &host])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let status = bed.vip_status().unwrap_or_else(|e| panic!("{e}"));
-        if status.owner_name.as_deref() == Some(host.as_str())
-            && status.held
-            && status.vip.standby.is_some()
-        {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the VIP never settled on {host} with a standby: {status:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    bed.settle_on(last).unwrap_or_else(|e| panic!("{e}"));
     let rounds = [
         Fault::MemberRestartThenLoss {
             kill_leader: false,
