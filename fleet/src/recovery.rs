@@ -60,6 +60,11 @@ pub fn plan(state: &FleetState, now: UnixMillis) -> Vec<RecoveryAction> {
         if rec.deleting || !fenced || !ha.fences() || ha.recovery == RecoveryMode::None {
             continue;
         }
+        // PVE HA leaves a service in `error` where it is when its node fails: the operator
+        // disables it, looks, and starts it again.
+        if state.ha_error(&rec.spec.name).is_some() {
+            continue;
+        }
         // Moved by PVE when its host was fenced: it may run on the target already. The
         // reconciler asks the target first (`Migration::source_lost_at`).
         if state.migration(&rec.spec.name).is_some() {
@@ -104,6 +109,21 @@ fn ends(state: &FleetState, now: UnixMillis) -> Vec<RecoveryAction> {
                 .get(&id)
                 .map_or_else(|| id.to_string(), |h| h.name.clone())
         };
+        // Waiting for a host, and no longer to be recovered: PVE HA takes a service out of
+        // recovery when the operator disables it ("allow getting a service out of recovery
+        // manually"); the VM stays on its fenced host, stopped by the fence.
+        let ha = state.ha_policy(rec);
+        if r.to_host.is_none() && (!ha.fences() || ha.recovery == RecoveryMode::None) {
+            out.push(end(format!(
+                "recovery from {} over: its HA state is {} (recovery {}): it stays on {}, \
+                 stopped by the fence",
+                r.from_node,
+                ha.state.map_or("off", |s| s.as_str()),
+                ha.recovery,
+                r.from_node
+            )));
+            continue;
+        }
         match r.to_host {
             Some(to) if rec.assignment.host != Some(to) => out.push(end(format!(
                 "recovery from {} over: the VM was moved to {} since",

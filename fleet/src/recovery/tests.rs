@@ -689,3 +689,63 @@ fn a_group_follows_its_most_constrained_member_and_waits_for_one_left_behind() {
         waiting.message
     );
 }
+
+#[test]
+fn a_waiting_recovery_shows_the_vm_stopped_and_ends_when_it_is_disabled() {
+    let mut w = alpha();
+    w.vm("local-disk", ha(RecoveryMode::Relocate), "local", 2);
+    w.fence(2);
+    let actions = w.step();
+    assert!(
+        matches!(
+            actions.as_slice(),
+            [RecoveryAction::Recover { to: None, .. }]
+        ),
+        "{actions:?}"
+    );
+    // The fence stopped it: never shown running while it waits.
+    let rec = w.state.vm("local-disk").unwrap();
+    assert_eq!(rec.status.phase, VmPhase::Stopped);
+    assert!(rec.status.message.contains("stopped by the fence of pve-b"));
+    // The operator disables it: the recovery is over, the VM stays where it is.
+    let mut spec = rec.spec.clone();
+    spec.ha.state = Some(HaState::Disabled);
+    spec.state = protocol::spec::DesiredState::Stopped;
+    w.ok(Command::apply_vm(spec, w.now));
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::End { message, .. }]
+            if message.contains("its HA state is disabled")),
+        "{actions:?}"
+    );
+    assert!(w.state.recovery("local-disk").is_none());
+    assert_eq!(w.host_of("local-disk"), Some(2));
+    assert_eq!(plan(&w.state, w.now), vec![]);
+}
+
+#[test]
+fn a_vm_in_ha_error_on_a_fenced_host_stays_there() {
+    let mut w = alpha();
+    let once = HaSpec {
+        max_restart: Some(0),
+        max_relocate: Some(0),
+        ..ha(RecoveryMode::Relocate)
+    };
+    w.vm("broken", once, "shared", 2);
+    w.vm("fine", ha(RecoveryMode::Relocate), "shared", 2);
+    fail_start(&mut w, "broken", 2);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::GiveUp { .. }]),
+        "{actions:?}"
+    );
+    w.fence(2);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::Recover { vm, to: Some(_), .. }] if vm == "fine"),
+        "only the healthy guest is recovered: {actions:?}"
+    );
+    assert_eq!(w.host_of("broken"), Some(2));
+    assert!(w.state.recovery("broken").is_none());
+    assert_eq!(w.state.vm("broken").unwrap().status.phase, VmPhase::Failed);
+}

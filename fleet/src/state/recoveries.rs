@@ -118,10 +118,22 @@ impl FleetState {
                     ),
                 )
             }
-            None => (
-                EventLevel::Warning,
-                format!("recovering from fenced host {from_node}: waiting: {message}"),
-            ),
+            None => {
+                // The fence stopped it (its host's lease ended with its HA guests stopped):
+                // shown so, where it is, until a host takes it.
+                rec.status = VmStatus {
+                    phase: VmPhase::Stopped,
+                    message: format!(
+                        "stopped by the fence of {from_node}; recovery waits: {message}"
+                    ),
+                    updated_at: now,
+                    ..rec.status.clone()
+                };
+                (
+                    EventLevel::Warning,
+                    format!("recovering from fenced host {from_node}: waiting: {message}"),
+                )
+            }
         };
         self.recoveries.insert(name.to_string(), entry);
         self.events.push(now, level, EventKind::Vm, name, text);

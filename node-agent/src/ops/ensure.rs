@@ -10,6 +10,7 @@ use std::time::Duration;
 use protocol::agent::{CommandFailure, EnsureVm, FailureKind, VmObservation};
 use protocol::spec::{DesiredState, RestartPolicy};
 use pve::calls::ResizeOptions;
+use pve::calls::task_list::{TaskListFilter, TaskSource};
 use pve::props::{DiskSlot, SizeChange};
 use pve::types::VmConfig;
 
@@ -36,8 +37,9 @@ pub(super) async fn ensure(ops: &VmOps, cmd: &EnsureVm) -> Result<VmObservation,
         super::take_over::take_over(ops, &s, t).await?;
     }
     let found = ops.read_config(cmd.vmid).await.at(&s, "lookup")?;
+    let want_running = cmd.spec.state == DesiredState::Running;
     if let Some(cfg) = &found {
-        check_existing(ops, &s, cfg)?;
+        check_existing(ops, &s, cfg, want_running).await?;
     }
     let snippet = ops.write_user_data(cmd, &s).await?;
     let desired =
@@ -63,7 +65,6 @@ pub(super) async fn ensure(ops: &VmOps, cmd: &EnsureVm) -> Result<VmObservation,
         .map_err(|e| s.fail(FailureKind::Permanent, "configure", e))?;
     apply(ops, &s, &cfg, &changes).await?;
 
-    let want_running = cmd.spec.state == DesiredState::Running;
     if running && want_running && cmd.spec.restart == RestartPolicy::Allowed {
         let pending = ops
             .client
@@ -98,13 +99,44 @@ pub(super) async fn ensure(ops: &VmOps, cmd: &EnsureVm) -> Result<VmObservation,
     observe(ops, &s, cmd.generation, ip_wait).await
 }
 
-/// A VM already at the VMID: still being created (retry later), ours, or someone else's.
-fn check_existing(ops: &VmOps, s: &Subject<'_>, cfg: &VmConfig) -> Result<(), CommandFailure> {
+/// A VM already at the VMID: still being created (retry later), left half-made (a creating
+/// lock no task holds), ours, or someone else's.
+async fn check_existing(
+    ops: &VmOps,
+    s: &Subject<'_>,
+    cfg: &VmConfig,
+    want_running: bool,
+) -> Result<(), CommandFailure> {
     if let Some(lock) = cfg.lock().filter(|l| CREATING_LOCKS.contains(&l.as_str())) {
+        let active = TaskListFilter {
+            source: Some(TaskSource::Active),
+            vmid: Some(s.vmid),
+            ..TaskListFilter::default()
+        };
+        let (running, _) = ops
+            .client
+            .node_tasks(&ops.node, &active)
+            .await
+            .at(s, "lookup")?;
+        if !running.is_empty() {
+            return Err(s.fail(
+                FailureKind::Transient,
+                "lookup",
+                format!("VM is locked ({lock}): a create or clone is still running; try again"),
+            ));
+        }
+        // Left by a create or clone that did not finish: PVE refuses to start it ("VM is
+        // locked"), and its HA counts that as a failed start (max_restart, max_relocate,
+        // then error). So does the fleet: the failure is the start's when it is to run.
         return Err(s.fail(
-            FailureKind::Transient,
-            "lookup",
-            format!("VM is locked ({lock}): a create or clone is still running; try again"),
+            FailureKind::Permanent,
+            if want_running { "start" } else { "lookup" },
+            format!(
+                "VM is locked ({lock}) and no task on node {} is making it: a create or clone \
+                 did not finish and may have left it half-made; check it, then clear the lock \
+                 (qm unlock {})",
+                ops.node, s.vmid
+            ),
         ));
     }
     match ownership(cfg, s.name) {

@@ -85,6 +85,9 @@ scenarios! {
     migrate_stubborn => "migrate-stubborn",
     node_affinity_failback => "node-affinity-failback",
     spread_17 => "spread-17",
+    disabled_while_waiting => "disabled-while-waiting",
+    error_on_lost_host => "error-on-lost-host",
+    lock_create_start => "lock-create-start",
 }
 
 #[test]
