@@ -89,6 +89,15 @@ pub struct ManageConfig {
     pub lost_after_ms: u64,
     /// How long a newly granted owner has to send its first claim.
     pub grant_grace_ms: u64,
+    /// An owner whose claims say it has not held its VIP for this long, at an epoch known for
+    /// longer than this plus the time a new owner may wait for the old promises (a lease and
+    /// the drift wait), counts as lost: it asks, but a majority does not vouch for it (it is cut
+    /// off from most members), so nobody holds the VIP.
+    pub stuck_after_ms: u64,
+    /// How long an unowned VIP waits for a host preferred over the best ready one to report
+    /// its readiness (an agent with nothing to hold renews only every second): the first owner
+    /// follows the spec's host order, as keepalived's first election follows priorities.
+    pub first_owner_wait_ms: u64,
 }
 
 impl ManageConfig {
@@ -97,6 +106,8 @@ impl ManageConfig {
         alive_within_ms: 400,
         lost_after_ms: 300,
         grant_grace_ms: 400,
+        stuck_after_ms: 1_000,
+        first_owner_wait_ms: 1_500,
     };
 }
 
@@ -123,6 +134,9 @@ pub const STANDBY_TOOK_OVER: &str =
 /// The reason when the owner's host went into maintenance: handed over while it still holds
 /// it (the same graceful move as an agent that stops).
 pub const MAINTENANCE: &str = "owner's host is in maintenance: handed over";
+/// The reason of a move away from an owner that asks but cannot hold its VIP.
+pub const STUCK: &str =
+    "owner cannot hold it (it renews, but a majority of members does not vouch for it)";
 /// The reason when nobody can take a lost VIP.
 pub const UNASSIGNED: &str =
     "owner lost (stopped renewing its lease) and no other host is eligible";
@@ -242,25 +256,38 @@ pub fn plan(state: &FleetState, seen: &Sightings, now: u64, cfg: &ManageConfig) 
     let within = |at: Option<&u64>, ms: u64| at.is_some_and(|&t| now.saturating_sub(t) < ms);
     let mut moves = Vec::new();
     for (name, vip) in state.vips() {
+        // When this member first saw the current epoch: the last ownership change, as far as
+        // this leadership knows.
+        let epoch_at = seen
+            .epoch_seen
+            .get(name)
+            .filter(|(epoch, _)| *epoch == vip.epoch)
+            .map(|(_, at)| *at);
         let candidates: Vec<Candidate> = standings(state, vip, seen, now, cfg)
             .into_iter()
             .map(|s| Candidate {
                 host: s.host,
                 priority: s.priority,
                 eligible: s.why_not.is_none(),
-                eligible_since: s.ready_since.unwrap_or(now),
+                // Preemption counts from the later of its readiness and the last move: a VIP
+                // that just moved (its preferred owner lost it) does not bounce back at once.
+                eligible_since: s.ready_since.unwrap_or(now).max(epoch_at.unwrap_or(0)),
             })
             .collect();
         let released = vip
             .owner
             .is_some_and(|owner| seen.released.get(name) == Some(&(owner, vip.epoch)));
+        let granted = epoch_at.as_ref();
+        // Asking without holding for longer than a new owner ever waits for its majority.
+        let stuck = vip.owner.is_some_and(|owner| {
+            let settle = cfg.stuck_after_ms + cfg.grant_grace_ms + cfg.alive_within_ms;
+            granted.is_some_and(|&at| now.saturating_sub(at) >= settle)
+                && !seen.holds(name, owner, vip.epoch, now, cfg.stuck_after_ms)
+                && seen.claimed(name, owner, vip.epoch, now, cfg.lost_after_ms)
+        });
         let owner_renewing = !released
+            && !stuck
             && vip.owner.is_some_and(|owner| {
-                let granted = seen
-                    .epoch_seen
-                    .get(name)
-                    .filter(|(epoch, _)| *epoch == vip.epoch)
-                    .map(|(_, at)| at);
                 seen.claimed(name, owner, vip.epoch, now, cfg.lost_after_ms)
                     || within(granted, cfg.grant_grace_ms)
             });
@@ -279,6 +306,24 @@ pub fn plan(state: &FleetState, seen: &Sightings, now: u64, cfg: &ManageConfig) 
                 reason: STANDBY_TOOK_OVER.into(),
             });
             continue;
+        }
+        // No owner yet: a preferred host whose agent is alive but has not said whether it is
+        // ready (it learns of the VIP at its next renewal) is waited for, a little.
+        if vip.owner.is_none() && within(epoch_at.as_ref(), cfg.first_owner_wait_ms) {
+            let order = |c: &Candidate| (std::cmp::Reverse(c.priority), c.host);
+            let best = candidates
+                .iter()
+                .filter(|c| c.eligible)
+                .min_by_key(|c| order(c));
+            let unheard = candidates.iter().any(|c| {
+                best.is_some_and(|b| order(c) < order(b))
+                    && within(seen.renewed_at.get(&c.host), cfg.alive_within_ms)
+                    && !seen.ready_since.contains_key(&(c.host, name.clone()))
+                    && !seen.not_ready.contains_key(&(c.host, name.clone()))
+            });
+            if unheard {
+                continue;
+            }
         }
         let view = VipView {
             owner: vip.owner,
@@ -301,6 +346,7 @@ pub fn plan(state: &FleetState, seen: &Sightings, now: u64, cfg: &ManageConfig) 
             (Decision::Unassign, true, _) => (None, RELEASED.into()),
             (Decision::Move { to, .. }, false, true) if draining => (Some(to), MAINTENANCE.into()),
             (Decision::Move { to, .. }, false, true) => (Some(to), HANDED_OVER.into()),
+            (Decision::Move { to, .. }, false, false) if stuck => (Some(to), STUCK.into()),
             (Decision::Move { to, reason }, false, false) => (Some(to), reason.to_string()),
             (Decision::Unassign, false, _) => (None, UNASSIGNED.into()),
         };
@@ -639,5 +685,102 @@ mod tests {
             (Some(12), STANDBY_TOOK_OVER)
         );
         assert_eq!(standbys(&f.state, &seen, 1_010, &CFG), vec![]);
+    }
+
+    #[test]
+    fn a_vip_that_just_moved_is_not_preempted_back_before_the_delay() {
+        let mut f = Fleet::new(&["pve-c", "pve-b", "pve-a"]);
+        let mut spec = f.state.vips()["api"].spec.clone();
+        spec.preempt = true;
+        spec.preempt_delay_secs = 10;
+        f.ok(Command::ApplyVip { spec, now: 3 });
+        // pve-c (preferred, ready for long) held it and was lost: pve-b took it over at 50 s.
+        let first = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
+        assert_eq!(first[0].to, Some(13));
+        f.own(&first[0]);
+        let lost = Move {
+            vip: "api".into(),
+            to: Some(12),
+            expected_epoch: 1,
+            reason: "owner lost".into(),
+        };
+        f.own(&lost);
+        let mut seen = all_ready(1_000);
+        seen.epoch_seen.insert("api".into(), (2, 50_000));
+        // pve-c renews again 25 ms later (it was only cut off from the other members): not
+        // preferred back at once, nor before the delay counted from the move.
+        for t in [50_025, 59_999] {
+            for h in [12, 13] {
+                seen.renewed_at.insert(h, t);
+            }
+            seen.claims.insert(("api".into(), 12), (2, t));
+            seen.holding.insert(("api".into(), 12), (2, t));
+            assert_eq!(plan(&f.state, &seen, t, &CFG), vec![], "at {t}");
+        }
+        for h in [12, 13] {
+            seen.renewed_at.insert(h, 60_000);
+        }
+        seen.claims.insert(("api".into(), 12), (2, 60_000));
+        seen.holding.insert(("api".into(), 12), (2, 60_000));
+        let back = plan(&f.state, &seen, 60_000, &CFG);
+        assert_eq!(back[0].reason, "preempted by a preferred host");
+    }
+
+    #[test]
+    fn an_owner_that_asks_but_cannot_hold_is_replaced() {
+        let mut f = Fleet::new(&["pve-a", "pve-b", "pve-c"]);
+        let first = plan(&f.state, &all_ready(1_000), 1_000, &CFG);
+        f.own(&first[0]);
+        let mut seen = all_ready(1_000);
+        seen.epoch_seen.insert("api".into(), (1, 1_000));
+        let settle = CFG.stuck_after_ms + CFG.grant_grace_ms + CFG.alive_within_ms;
+        let renew = |seen: &mut Sightings, t: u64, held: bool| {
+            for h in [11, 12, 13] {
+                seen.renewed_at.insert(h, t);
+            }
+            seen.claims.insert(("api".into(), 11), (1, t));
+            if held {
+                seen.holding.insert(("api".into(), 11), (1, t));
+            }
+        };
+        // A new owner waiting for its majority is left alone for a while.
+        renew(&mut seen, 1_000 + settle - 1, false);
+        assert_eq!(plan(&f.state, &seen, 1_000 + settle - 1, &CFG), vec![]);
+        // It held, then stopped holding: kept for stuck_after, then replaced.
+        renew(&mut seen, 5_000, true);
+        assert_eq!(plan(&f.state, &seen, 5_000, &CFG), vec![]);
+        renew(&mut seen, 5_999, false);
+        assert_eq!(plan(&f.state, &seen, 5_999, &CFG), vec![]);
+        renew(&mut seen, 6_000, false);
+        let moved = plan(&f.state, &seen, 6_000, &CFG);
+        assert_eq!((moved[0].to, moved[0].reason.as_str()), (Some(12), STUCK));
+        // One that never held at all once the epoch is old enough.
+        let mut seen = all_ready(1_000);
+        seen.epoch_seen.insert("api".into(), (1, 1_000));
+        renew(&mut seen, 1_000 + settle, false);
+        assert_eq!(plan(&f.state, &seen, 1_000 + settle, &CFG)[0].reason, STUCK);
+    }
+
+    #[test]
+    fn the_first_owner_waits_a_little_for_a_preferred_host_to_report() {
+        let f = Fleet::new(&["pve-c", "pve-a", "pve-b"]);
+        let mut seen = all_ready(1_000);
+        seen.epoch_seen.insert("api".into(), (0, 1_000));
+        // pve-c renews but has not reported on `api` yet: wait.
+        seen.ready_since.remove(&(13, "api".to_string()));
+        assert_eq!(plan(&f.state, &seen, 1_100, &CFG), vec![]);
+        // It reports ready: it gets it, as the spec's order says.
+        seen.ready_since.insert((13, "api".into()), 1_200);
+        assert_eq!(plan(&f.state, &seen, 1_200, &CFG)[0].to, Some(13));
+        // It reports not ready, or stays silent past the wait: the next one gets it.
+        seen.ready_since.remove(&(13, "api".to_string()));
+        seen.not_ready.insert((13, "api".into()), "no vmbr0".into());
+        assert_eq!(plan(&f.state, &seen, 1_200, &CFG)[0].to, Some(11));
+        seen.not_ready.clear();
+        let late = 1_000 + CFG.first_owner_wait_ms;
+        for h in [11, 12, 13] {
+            seen.renewed_at.insert(h, late);
+        }
+        assert_eq!(plan(&f.state, &seen, late, &CFG)[0].to, Some(11));
     }
 }
