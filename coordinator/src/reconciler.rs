@@ -8,7 +8,8 @@
 //!                   │ yes (new term: confirm the quorum and catch up the state machine first)
 //!                   ▼
 //!  results ─▶ on_result ─▶ apply ─▶ recovery::plan(state) ─▶ RecoverVm | EndRecovery
-//!          ─▶ maintenance::plan, failback::plan ─▶ StartMigration (drain, home, failback)
+//!          ─▶ maintenance::plan, failback::plan, gather::plan ─▶ StartMigration (drain, home,
+//!             failback, gather)
 //!          ─▶ rebalancer::decide (hold kept per term) ─▶ StartMigration (rebalance, one at a time)
 //!          ─▶ plan(state, live, inflight) ─▶ apply (batches of VMs, one entry each; each VM's
 //!                                                   actions in order)
@@ -28,7 +29,7 @@ use fleet::reconcile::status::{allocation_failed, on_result};
 use fleet::reconcile::{Action, Backoff, Clock, plan};
 use fleet::recovery::{self, RecoveryAction};
 use fleet::state::{Command, CommandReply, FleetState, StateError};
-use fleet::{failback, maintenance};
+use fleet::{failback, gather, maintenance};
 use protocol::version::{BATCHES, MIGRATION, RECOVERY};
 
 /// VMs whose actions are applied at the same time (each VM's in order), one entry per action.
@@ -176,9 +177,10 @@ impl Reconciler {
         let now = self.ctx.control.now();
         let planned = self.ctx.read_local(|s| {
             (s.cluster_version() >= MIGRATION).then(|| {
-                let views = self.ctx.control.host_views(s);
+                let views = self.ctx.control.running_host_views(s);
                 let mut commands = maintenance::plan(s, views.clone(), now.unix_ms);
                 commands.extend(failback::plan(s, &views, now.unix_ms));
+                commands.extend(gather::plan(s, &views, now.unix_ms));
                 commands
             })
         });

@@ -38,6 +38,7 @@
 pub mod affinity;
 pub mod doctor;
 pub mod failback;
+pub mod gather;
 pub mod liveness;
 pub mod maintenance;
 pub mod migration;

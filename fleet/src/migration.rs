@@ -86,6 +86,18 @@ pub fn group_target(
     Ok((t, riders))
 }
 
+/// Where VM `name` moves to join its affinity group on host `to` ([`crate::gather`]), with
+/// `riders`, the members on its host that move with it: the target must take all of them.
+pub fn gather_target(
+    state: &FleetState,
+    views: Vec<HostView>,
+    name: &str,
+    to: &str,
+    riders: &[&VmSpec],
+) -> Result<Target, String> {
+    target_with(state, views, name, Some(to), riders)
+}
+
 fn target_with(
     state: &FleetState,
     views: Vec<HostView>,

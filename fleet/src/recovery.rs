@@ -40,14 +40,15 @@ use protocol::fleet::{HostState, UnixMillis, VmPhase, VmRecord};
 use protocol::spec::{DesiredState, RecoveryMode};
 
 use crate::state::FleetState;
-use crate::views::host_views;
+use crate::views::running_host_views;
 use placement::place;
 
 /// Every recovery decision due in `state` at `now`: the ends first, then the VMs of fenced
 /// hosts in name order, each placed with the hosts' usage including the VMs placed before it.
 pub fn plan(state: &FleetState, now: UnixMillis) -> Vec<RecoveryAction> {
     let mut out = ends(state, now);
-    let mut views = host_views(state);
+    // Load is what runs, as PVE's HA manager counts it: a host full of stopped guests is not busy.
+    let mut views = running_host_views(state);
     for rec in state.vms().values() {
         let Some(from) = rec.assignment.host else {
             continue;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use protocol::NodeId;
 use protocol::fleet::HostState;
-use protocol::spec::VmSpec;
+use protocol::spec::{DesiredState, VmSpec};
 
 use crate::scheduler::{GuestView, HostUsage, HostView, StorageView, TemplateView};
 use crate::state::FleetState;
@@ -15,11 +15,27 @@ use crate::state::FleetState;
 /// Every host that is not removed and has reported its facts, with the usage of the VMs
 /// placed on it (VMs being deleted included: they hold their resources until gone).
 pub fn host_views(state: &FleetState) -> Vec<HostView> {
+    views_counting(state, |_| true)
+}
+
+/// As [`host_views`], with only the VMs that are to run counted as load (every placed VM is
+/// still a guest the affinity rules see): what PVE's HA manager counts when it chooses where a
+/// service recovers or moves (`recompute_online_node_usage` leaves stopped services out). For
+/// recovery, drains, failback and gathering; a new VM's placement still counts what stopped
+/// VMs hold, so starting them later does not overcommit the host.
+pub fn running_host_views(state: &FleetState) -> Vec<HostView> {
+    views_counting(state, |spec| spec.state == DesiredState::Running)
+}
+
+fn views_counting(state: &FleetState, counts: impl Fn(&VmSpec) -> bool) -> Vec<HostView> {
     let mut usage: BTreeMap<NodeId, HostUsage> = BTreeMap::new();
     let mut guests: BTreeMap<NodeId, Vec<GuestView>> = BTreeMap::new();
     for rec in state.vms().values() {
         if let Some(host) = rec.assignment.host {
-            add_usage(usage.entry(host).or_default(), &rec.spec);
+            let entry = usage.entry(host).or_default();
+            if counts(&rec.spec) {
+                add_usage(entry, &rec.spec);
+            }
             guests
                 .entry(host)
                 .or_default()

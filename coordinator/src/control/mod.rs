@@ -288,6 +288,12 @@ impl Control {
     pub(crate) fn host_views(&self, state: &FleetState) -> Vec<HostView> {
         fleet::views::host_views(state)
     }
+
+    /// Every host with only the VMs that are to run counted as load, as PVE's HA manager
+    /// chooses where a guest recovers or moves (drains, failback, gathering).
+    pub(crate) fn running_host_views(&self, state: &FleetState) -> Vec<HostView> {
+        fleet::views::running_host_views(state)
+    }
 }
 
 /// A duration in whole milliseconds (saturating).

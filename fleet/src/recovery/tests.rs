@@ -749,3 +749,33 @@ fn a_vm_in_ha_error_on_a_fenced_host_stays_there() {
     assert!(w.state.recovery("broken").is_none());
     assert_eq!(w.state.vm("broken").unwrap().status.phase, VmPhase::Failed);
 }
+
+#[test]
+fn stopped_guests_are_no_load_when_a_recovery_chooses_its_host() {
+    let mut w = alpha();
+    // pve-b holds six stopped guests, pve-c runs two: PVE's HA manager counts running
+    // services only, so pve-b is the less loaded node.
+    for i in 0..6 {
+        w.vm(
+            &format!("idle-{i}"),
+            with_state(HaState::Stopped),
+            "shared",
+            2,
+        );
+    }
+    for i in 0..2 {
+        w.vm(
+            &format!("busy-{i}"),
+            ha(RecoveryMode::Relocate),
+            "shared",
+            3,
+        );
+    }
+    w.vm("lost", ha(RecoveryMode::Relocate), "shared", 1);
+    w.fence(1);
+    let actions = w.step();
+    assert!(
+        matches!(actions.as_slice(), [RecoveryAction::Recover { vm, to: Some(2), .. }] if vm == "lost"),
+        "{actions:?}"
+    );
+}

@@ -4,8 +4,10 @@
 //! rule of its own names is still kept off (or on) a host by the rules of the VMs there.
 //!
 //! Anti-affinity looks at the guests of the host being judged. Affinity looks at every host:
-//! once a partner is placed, only its host will do; with partners on two hosts, none will (the
-//! VM waits, named in `vm explain`, until they are together).
+//! once a partner is placed, only its host will do; with partners on several hosts, only the
+//! host most of them are on (ties: the host name first in order), as PVE's
+//! `apply_positive_resource_affinity` keeps the most populated node; the fleet then gathers the
+//! others there (`crate::gather`).
 
 use protocol::identity::NodeId;
 use protocol::spec::{RuleParty, VmSpec};
@@ -21,6 +23,21 @@ pub(crate) struct Partners<'a> {
     /// The members of the VM's group that go where it goes (not placed, or being moved with
     /// it): their own host constraints and anti-affinity bind the VM's host too.
     pending: &'a [&'a VmSpec],
+}
+
+impl Partners<'_> {
+    /// The host the placed partners gather on: the one most of them are on, ties broken by
+    /// the host name (PVE sorts nodes by name, then by count); `None` with none placed.
+    fn gather_host(&self) -> Option<NodeId> {
+        let mut count: std::collections::BTreeMap<(&str, NodeId), usize> = Default::default();
+        for (id, name, ..) in &self.placed {
+            *count.entry((name.as_str(), *id)).or_default() += 1;
+        }
+        count
+            .into_iter()
+            .min_by_key(|((name, _), n)| (std::cmp::Reverse(*n), *name))
+            .map(|((_, id), _)| id)
+    }
 }
 
 /// The placed VMs an affinity rule ties `vm` to, on any host, and the group's members
@@ -57,8 +74,10 @@ pub(crate) fn exclusion(
             ));
         }
     }
-    if let Some((_, host_name, guest, rule)) =
-        partners.placed.iter().find(|(id, ..)| *id != host.id)
+    if let Some(gather) = partners.gather_host()
+        && gather != host.id
+        && let Some((_, host_name, guest, rule)) =
+            partners.placed.iter().find(|(id, ..)| *id == gather)
     {
         return Some((
             FilterName::Affinity,

@@ -595,7 +595,7 @@ fn anti_affinity_keeps_vms_apart_both_ways_and_names_the_rule() {
 }
 
 #[test]
-fn affinity_follows_the_partner_and_waits_when_partners_are_apart() {
+fn affinity_follows_the_partner_and_the_most_populated_host_when_partners_are_apart() {
     let a = host(1, "a");
     let mut b = host(2, "b");
     b.guests.push(guest("db", &[], &[], &[]));
@@ -617,25 +617,29 @@ fn affinity_follows_the_partner_and_waits_when_partners_are_apart() {
     full.usage.memory_mib = 31_000;
     let err = place(&app, &[a.clone(), full, c.clone()], &settings()).unwrap_err();
     assert!(err.verdicts.iter().all(|v| v.closeness().is_none()));
-    // A partner's rule ties an unruled VM too; partners on two hosts leave no host at all.
+    // A partner's rule ties an unruled VM too; with partners on two hosts, the VM goes to the
+    // host most of them are on (PVE's positive resource affinity), ties to the name first in
+    // order: one each on a and b, so a.
     let mut a2 = a.clone();
     a2.guests.push(guest("cache", &[], &[], &["tag:app"]));
     let mut tagged = vm();
     tagged.name = "app-2".into();
     tagged.tags = vec!["app".into()];
     tagged.placement.together_with = vec!["db".into()];
-    let err = place(&tagged, &[a2, b, c.clone()], &settings()).unwrap_err();
-    assert!(
-        err.verdicts.iter().all(|v| matches!(
-            &v.verdict,
-            Verdict::Excluded {
-                filter: FilterName::Affinity,
-                ..
-            }
-        )),
-        "{:?}",
-        err.verdicts
+    let decision = place(&tagged, &[a2.clone(), b.clone(), c.clone()], &settings()).unwrap();
+    assert_eq!(decision.host_name, "a");
+    assert_eq!(
+        excluded_by(&decision.verdicts, "b"),
+        Some((
+            FilterName::Affinity,
+            "vm cache is on a (cache's placement.together_with \"tag:app\")".into()
+        ))
     );
+    // Two partners on b: b.
+    let mut b2 = b.clone();
+    b2.guests.push(guest("queue", &[], &[], &["tag:app"]));
+    let decision = place(&tagged, &[a2, b2, c.clone()], &settings()).unwrap();
+    assert_eq!(decision.host_name, "b");
     // Nothing placed yet: the first of a group goes anywhere.
     assert!(place(&app, &[a, c], &settings()).is_ok());
 }

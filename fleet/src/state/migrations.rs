@@ -238,7 +238,8 @@ impl FleetState {
             (
                 MigrationPurpose::Operator
                 | MigrationPurpose::Failback
-                | MigrationPurpose::Rebalance,
+                | MigrationPurpose::Rebalance
+                | MigrationPurpose::Gather,
                 _,
             ) => {}
         }

@@ -252,6 +252,7 @@ fn fleet_changes(t: i64, prev: &FleetSample, next: &FleetSample) -> Vec<Timeline
                 (false, Some(MigrationPurpose::Home)) => "back home after maintenance",
                 (false, Some(MigrationPurpose::Failback)) => "failback",
                 (false, Some(MigrationPurpose::Rebalance)) => "rebalanced",
+                (false, Some(MigrationPurpose::Gather)) => "gathered with its affinity group",
                 (false, None) => "relocated",
             };
             push(format!(

@@ -78,6 +78,9 @@ pub enum MigrationPurpose {
     Failback,
     /// Automatic rebalancing evens out the load of its PVE cluster.
     Rebalance,
+    /// Its affinity group (`together_with`) was found split: it joins the host most of the
+    /// group runs on (PVE's positive resource affinity).
+    Gather,
 }
 
 impl MigrationPurpose {
@@ -92,6 +95,9 @@ impl MigrationPurpose {
             }
             MigrationPurpose::Rebalance => {
                 format!("rebalancing: {from} is busier than {to}")
+            }
+            MigrationPurpose::Gather => {
+                format!("kept together: joining its affinity group on {to}, where most of it runs")
             }
         }
     }
