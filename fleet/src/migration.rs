@@ -12,7 +12,7 @@ use protocol::spec::{RecoveryMode, VmSpec};
 
 use crate::affinity::AffinityGroups;
 use crate::remote_move;
-use crate::scheduler::{self, HostView, Verdict};
+use crate::scheduler::{self, FilterName, HostView, Verdict};
 use crate::state::FleetState;
 
 #[cfg(test)]
@@ -192,6 +192,33 @@ fn target_with(
                     MoveKind::Remote | MoveKind::Recreate => kind.describe().to_string(),
                 },
             )),
+            // A loose node affinity only prefers: an operator's named host is taken (PVE moves
+            // a resource of a non-strict rule where it is told; failback, if on, brings it
+            // back). Every other filter passed, or node affinity would not have been asked.
+            Verdict::Excluded {
+                filter: FilterName::NodeAffinity,
+                ..
+            } if rec
+                .spec
+                .placement
+                .node_affinity
+                .as_ref()
+                .is_some_and(|na| !na.strict) =>
+            {
+                Ok(target(
+                    v.host_id,
+                    v.host_name.clone(),
+                    kind,
+                    format!(
+                        "named by the operator over its node affinity's preference{}",
+                        match kind {
+                            MoveKind::Local => String::new(),
+                            MoveKind::Remote | MoveKind::Recreate =>
+                                format!(", {}", kind.describe()),
+                        }
+                    ),
+                ))
+            }
             Verdict::Excluded { filter, detail } => Err(format!(
                 "VM {name} cannot move to {wanted} ({}): excluded by {filter}: {detail}",
                 kind.describe()

@@ -156,3 +156,31 @@ fn a_remote_target_without_the_bridge_or_room_is_excluded_by_that_filter() {
     let err = target(&w.state, host_views(&w.state), "other", Some("pve-x")).unwrap_err();
     assert!(err.contains("vmbr7"), "{err}");
 }
+
+#[test]
+fn an_operators_named_host_beats_a_loose_node_preference_but_not_a_strict_one() {
+    let mut w = alpha();
+    let mut db = VmSpec::new("db", 1024);
+    db.placement.node_affinity = Some(protocol::spec::NodeAffinity {
+        nodes: [("pve-a".to_string(), 2), ("pve-b".to_string(), 1)].into(),
+        strict: false,
+        failback: true,
+    });
+    w.spec_on(db.clone(), 1);
+    // Unnamed, the preference decides (pve-b, the next listed).
+    let t = target(&w.state, host_views(&w.state), "db", None).unwrap();
+    assert_eq!(t.to_name, "pve-b");
+    // Named: taken, and said so.
+    let t = target(&w.state, host_views(&w.state), "db", Some("pve-c")).unwrap();
+    assert_eq!(t.to_name, "pve-c");
+    assert!(t.chosen.contains("over its node affinity"), "{}", t.chosen);
+    // A strict rule still refuses a host it does not list.
+    let mut strict = db.clone();
+    strict.name = "pinned".into();
+    if let Some(na) = strict.placement.node_affinity.as_mut() {
+        na.strict = true;
+    }
+    w.spec_on(strict, 1);
+    let err = target(&w.state, host_views(&w.state), "pinned", Some("pve-c")).unwrap_err();
+    assert!(err.contains("node-affinity"), "{err}");
+}

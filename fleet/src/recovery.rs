@@ -133,6 +133,20 @@ fn ends(state: &FleetState, now: UnixMillis) -> Vec<RecoveryAction> {
                     .host
                     .map_or_else(|| "no host".into(), host_name)
             ))),
+            // A relocation after failed starts is no recovery from a fenced host: said so.
+            Some(to)
+                if settled_on(rec, to)
+                    && state
+                        .start_failure(name)
+                        .is_some_and(|f| f.tried.contains(&r.from_host)) =>
+            {
+                out.push(end(format!(
+                    "relocated from {} onto {} after its starts failed there, in {:.1} s",
+                    r.from_node,
+                    host_name(to),
+                    now.saturating_sub(r.since) as f64 / 1000.0
+                )));
+            }
             Some(to) if settled_on(rec, to) => out.push(end(format!(
                 "recovered from fenced host {} onto {} ({}) in {:.1} s",
                 r.from_node,

@@ -182,8 +182,16 @@ pub fn on_result(
             let keeps_running = kind == "ensure"
                 && f.kind == FailureKind::Transient
                 && rec.status.phase == VmPhase::Running;
+            // An HA `started` guest whose start failed is not failed yet: PVE HA retries it
+            // (max_restart), moves it (max_relocate), and only then gives up (`HaGiveUp` sets
+            // the phase `failed`). Until then it is stopped, and the message says why.
+            let ha_start = kind == "ensure"
+                && f.step == "start"
+                && rec.spec.ha.state == Some(protocol::spec::HaState::Started);
             let phase = if keeps_running {
                 VmPhase::Running
+            } else if ha_start {
+                VmPhase::Stopped
             } else {
                 VmPhase::Failed
             };
@@ -195,10 +203,7 @@ pub fn on_result(
             );
             // PVE HA counts the failed starts of a `started` guest (max_restart, then
             // max_relocate): the recovery planner decides from the count.
-            if kind == "ensure"
-                && f.step == "start"
-                && rec.spec.ha.state == Some(protocol::spec::HaState::Started)
-            {
+            if ha_start {
                 actions.push(Action::HaStartFailed {
                     vm: meta.vm.clone(),
                     host: meta.host,

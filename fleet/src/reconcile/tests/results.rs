@@ -552,3 +552,42 @@ fn a_refused_allocation_leaves_the_vm_pending_with_the_reason_once() {
     );
     assert!(same_status(&status, &fleet.vm("web").status));
 }
+
+#[test]
+fn a_failed_start_of_an_ha_started_guest_is_counted_and_shown_stopped_not_failed() {
+    for (ha, phase, counted) in [
+        (
+            Some(protocol::spec::HaState::Started),
+            VmPhase::Stopped,
+            true,
+        ),
+        (None, VmPhase::Failed, false),
+    ] {
+        let mut fleet = Fleet::new();
+        let mut web = spec("web");
+        web.ha.state = ha;
+        fleet.placed(web, A);
+        let outcome = Err(CommandFailure {
+            kind: FailureKind::Permanent,
+            step: "start".into(),
+            message: "start failed: QEMU exited with code 1".into(),
+        });
+        let r = on_result(
+            Some(&fleet.vm("web")),
+            None,
+            "pve-a",
+            &meta("ensure"),
+            &outcome,
+            &VmMemory::default(),
+            NOW,
+        );
+        assert_eq!(statuses(&r.actions)[0].phase, phase, "HA {ha:?}");
+        assert_eq!(
+            r.actions
+                .iter()
+                .any(|a| matches!(a, Action::HaStartFailed { .. })),
+            counted,
+            "HA {ha:?}"
+        );
+    }
+}
