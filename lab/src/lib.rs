@@ -26,6 +26,7 @@ pub mod host;
 pub mod join_step;
 pub mod lab;
 pub mod layout;
+pub mod linearizability;
 pub mod netns;
 pub mod partition;
 pub mod process;
