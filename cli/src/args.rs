@@ -120,6 +120,37 @@ pub enum SimCommand {
     /// expectations (exit 0 passed, 1 violation or unmet expectation, 2 bad file or could
     /// not start). Format: docs/scenarios.md.
     Run(SimRunArgs),
+    /// A seeded chaos campaign: random faults drawn from SEED (partitions, one-way and
+    /// flapping cuts, link cuts, packet loss, agent and member kills, stops and freezes,
+    /// power-offs and resets, PVE task failures and locks, moves, drains) on a five-host
+    /// fleet while clients write, every invariant checked on every sample and the client
+    /// history checked for linearizability. The same seed and duration replay the same
+    /// faults. Exit as `sim run`. docs/chaos.md.
+    Chaos(SimChaosArgs),
+}
+
+/// `pvefleet sim chaos`
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct SimChaosArgs {
+    /// The seed the faults are drawn from.
+    #[arg(long, value_name = "SEED")]
+    pub seed: u64,
+    /// How long the faults go on (the run adds the bring-up and 20 s of calm at the end).
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Write the campaign as a scenario file to FILE before running it (`sim run FILE`
+    /// replays it).
+    #[arg(long, value_name = "FILE")]
+    pub scenario_out: Option<PathBuf>,
+    /// Print the scenario file and the faults by kind, and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Keep the lab's directory (state and logs of every process) in DIR (new or empty).
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Also write the outcome as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 }
 
 /// `pvefleet sim run`

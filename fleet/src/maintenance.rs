@@ -6,7 +6,8 @@
 //! [`Command::StartMigration`]; the reconciler carries the moves out.
 //!
 //! An affinity group moves as one: its members on the host ride with the first one drained, to
-//! the host [`migration::group_target`] finds for all of them.
+//! the host [`migration::group_target`] finds for all of them. A guest that is to be stopped, or
+//! in HA error, stays ([`stays`]): PVE's maintenance mode moves only the started services.
 //!
 //! ```text
 //!  host in maintenance ─ guest idle, not tried lately ─▶ migration::group_target ─▶ Drain (its group too)
@@ -18,6 +19,7 @@
 //! homes and the failed drains are replicated; the planner keeps nothing).
 
 use protocol::fleet::{HostState, MigrationPurpose, UnixMillis};
+use protocol::spec::DesiredState;
 
 #[cfg(test)]
 #[path = "maintenance_tests.rs"]
@@ -61,6 +63,7 @@ pub fn plan(state: &FleetState, mut views: Vec<HostView>, now: UnixMillis) -> Ve
                 || rec.assignment.vmid.is_none()
                 || busy(name)
                 || !retry_due
+                || stays(state, rec)
             {
                 continue;
             }
@@ -120,6 +123,14 @@ pub fn plan(state: &FleetState, mut views: Vec<HostView>, now: UnixMillis) -> Ve
     out
 }
 
+/// Whether a guest stays on a host in maintenance: one that is to be stopped, or in HA
+/// error, as PVE's maintenance mode moves only the services in state `started`
+/// (`next_state_stopped` has no maintenance branch; a service in `error` is left alone).
+/// Started later, it is moved by the next pass and started where it lands.
+pub fn stays(state: &FleetState, rec: &protocol::fleet::VmRecord) -> bool {
+    rec.spec.state == DesiredState::Stopped || state.ha_error(&rec.spec.name).is_some()
+}
+
 /// The guests still on host `id` (in maintenance) with why each stays, for people: moving,
 /// waiting to retry a failed move, or no other node can take it.
 pub fn left_on(
@@ -133,7 +144,9 @@ pub fn left_on(
         .filter(|r| r.assignment.host == Some(id) && !r.deleting)
         .map(|rec| {
             let name = &rec.spec.name;
-            let why = if let Some(m) = state.migration(name) {
+            let why = if stays(state, rec) {
+                "stopped (or in HA error): it stays, as in PVE's maintenance mode".to_string()
+            } else if let Some(m) = state.migration(name) {
                 format!("moving to {}", m.to_node)
             } else if state.drain_failed_at(name).is_some() {
                 "its last move failed (see the events); tried again shortly".to_string()

@@ -206,3 +206,36 @@ fn an_affinity_group_is_drained_as_one_to_a_host_that_takes_all_of_it_and_an_ope
     assert_eq!(names, [("cache", 3), ("db", 3)]);
     assert!(moves.iter().all(|m| m.2 == MigrationPurpose::Drain));
 }
+
+#[test]
+fn a_stopped_guest_stays_on_a_host_in_maintenance_as_in_pve_and_moves_once_started() {
+    let mut w = alpha();
+    w.vm("web-1", 1);
+    let mut stopped = VmSpec::new("cold-1", 1024);
+    stopped.state = protocol::spec::DesiredState::Stopped;
+    w.spec_on(stopped.clone(), 1);
+    w.ok(Command::SetMaintenance {
+        id: 1,
+        enable: true,
+        now: 10,
+    });
+    let moved = w.step(10);
+    let names: Vec<&str> = moved.iter().map(|m| m.0.as_str()).collect();
+    assert_eq!(names, ["web-1"], "only the running guest is drained");
+    let left = left_on(&w.state, &host_views(&w.state), 1);
+    let cold = left
+        .iter()
+        .find(|(n, _)| n == "cold-1")
+        .expect("cold-1 is left");
+    assert!(cold.1.contains("stays"), "{left:?}");
+    let (count, _) = crate::shutdown::drain_state(&w.state, &host_views(&w.state), 1);
+    assert_eq!(
+        count, 1,
+        "web-1 is still on its way; cold-1 is not waited for"
+    );
+    // Started later: the next pass moves it off the host in maintenance.
+    stopped.state = protocol::spec::DesiredState::Running;
+    w.ok(Command::apply_vm(stopped, 20));
+    let moved = w.step(20);
+    assert!(moved.iter().any(|m| m.0 == "cold-1"), "{moved:?}");
+}

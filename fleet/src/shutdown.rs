@@ -39,14 +39,17 @@ pub fn decide(policy: ShutdownPolicy, kind: LeaveKind) -> (LeaveAction, u64) {
     }
 }
 
-/// How a drain before a shutdown stands: the managed guests still on host `id`, and whether
+/// How a drain before a shutdown stands: the managed guests still on host `id` that a drain
+/// moves (not those that stay: [`crate::maintenance::stays`]), and whether
 /// the drain can do no more (none left, or every one left can go nowhere: not moving, no failed
 /// move waiting for its retry, and no host that takes it).
 pub fn drain_state(state: &FleetState, views: &[HostView], id: NodeId) -> (u32, bool) {
     let left: Vec<&str> = state
         .vms()
         .values()
-        .filter(|r| r.assignment.host == Some(id) && !r.deleting)
+        .filter(|r| {
+            r.assignment.host == Some(id) && !r.deleting && !crate::maintenance::stays(state, r)
+        })
         .map(|r| r.spec.name.as_str())
         .collect();
     let stuck = left.iter().all(|name| {

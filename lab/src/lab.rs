@@ -781,6 +781,27 @@ impl Lab {
         agent_ready(agent, process, &line)
     }
 
+    /// Runs agent `i` again without waiting for its ready line: a host booting while it cannot
+    /// reach a leader yet (its agent is ready only once a leader acknowledged a beat). Its node
+    /// id is the one it had.
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if it runs already, or what the spawn failed on.
+    pub fn spawn_agent(&mut self, i: usize) -> Result<(), LabError> {
+        if self.runs(Part::Agent(i)) {
+            return Err(LabError::NoSuchPart(format!("agent {i} runs already")));
+        }
+        let program = self.options.binaries.path(AGENT)?;
+        let (stderr, filter) = (self.options.stderr, self.options.log_filter.clone());
+        let agent = self
+            .agents
+            .get_mut(i)
+            .ok_or_else(|| LabError::NoSuchPart(format!("no agent {i}")))?;
+        let (what, run) = agent_run(&program, agent, &filter);
+        agent.process = Some(Process::spawn(&what, run, &agent.log, stderr)?);
+        Ok(())
+    }
+
     /// The process slot of `part`.
     fn slot(&mut self, part: Part) -> Option<&mut Option<Process>> {
         match part {
@@ -998,6 +1019,18 @@ impl Lab {
             }
         }
         Ok(())
+    }
+
+    /// The agents whose process exited on its own and is not forgotten yet (its guard reset
+    /// the host, or it crashed).
+    pub fn exited_agents(&mut self) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (i, a) in self.agents.iter_mut().enumerate() {
+            if a.process.as_mut().is_some_and(|p| p.exited().is_some()) {
+                out.push(i);
+            }
+        }
+        out
     }
 
     /// Forgets the processes that exited on their own, so each is reported once.

@@ -18,6 +18,7 @@
 //! step with [`crash_child`].
 
 pub mod binaries;
+pub mod chaos;
 pub mod crash_child;
 pub mod error;
 pub mod fake_systemd;

@@ -186,19 +186,12 @@ fn search<M: Model>(
         }
     };
     let mut state = model.init();
-    let mut linearized = vec![false; n];
     let mut cache: HashSet<(Vec<u64>, M::State)> = HashSet::new();
     let mut stack: Vec<(usize, M::State)> = Vec::new();
     let mut steps = 0u64;
-    let bits = |linearized: &[bool]| -> Vec<u64> {
-        let mut words = vec![0u64; linearized.len().div_ceil(64)];
-        for (i, l) in linearized.iter().enumerate() {
-            if *l {
-                words[i / 64] |= 1 << (i % 64);
-            }
-        }
-        words
-    };
+    // The linearized set as bits, kept up to date (a cache key is a copy of it).
+    let mut bits = vec![0u64; n.div_ceil(64)];
+    let flip = |bits: &mut Vec<u64>, i: usize| bits[i / 64] ^= 1 << (i % 64);
     let mut entry = next[0];
     while next[0] != usize::MAX {
         steps += 1;
@@ -211,8 +204,8 @@ fn search<M: Model>(
             let stepped = model.step(&state, &op.input, op.output.as_ref());
             let mut moved = false;
             if let Some(new_state) = stepped {
-                linearized[e.op] = true;
-                let key = (bits(&linearized), new_state.clone());
+                flip(&mut bits, e.op);
+                let key = (bits.clone(), new_state.clone());
                 if cache.insert(key) {
                     stack.push((e.op, state));
                     state = new_state;
@@ -221,7 +214,7 @@ fn search<M: Model>(
                     entry = next[0];
                     moved = true;
                 } else {
-                    linearized[e.op] = false;
+                    flip(&mut bits, e.op);
                 }
             }
             if !moved {
@@ -232,7 +225,7 @@ fn search<M: Model>(
             let Some((op, before)) = stack.pop() else {
                 return Some(false);
             };
-            linearized[op] = false;
+            flip(&mut bits, op);
             state = before;
             relink(&mut next, &mut prev, ret_of[op]);
             relink(&mut next, &mut prev, call_of[op]);

@@ -28,7 +28,7 @@
 //! (`nft -f -`, one transaction); its output is never parsed. The table goes with
 //! [`Partitions::remove`] or, best effort, when the value drops.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::{IpAddr, Ipv4Addr};
@@ -71,25 +71,84 @@ fn host_v4(addr: IpAddr) -> Result<Ipv4Addr, LabError> {
     }
 }
 
-/// The `nft -f` script that replaces the table with one cutting `cut` off (an empty set:
-/// the table with no rules). The leading `table` line makes the `delete` succeed when the
-/// table does not exist yet.
-pub fn ruleset(cut: &BTreeSet<Ipv4Addr>) -> String {
+/// Which links are cut or lossy: every fault [`Partitions`] can put between host addresses.
+/// Pure; [`ruleset`] writes it as nftables rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cuts {
+    /// Hosts cut off from every other host, both ways.
+    pub both: BTreeSet<Ipv4Addr>,
+    /// Hosts that hear no other host (what they send still arrives): a one-way partition.
+    pub inbound: BTreeSet<Ipv4Addr>,
+    /// Hosts no other host hears (they still hear the others): a one-way partition.
+    pub outbound: BTreeSet<Ipv4Addr>,
+    /// Single links cut both ways, as (lower, higher) address.
+    pub links: BTreeSet<(Ipv4Addr, Ipv4Addr)>,
+    /// Hosts whose packets to and from other hosts are dropped at random, in percent.
+    pub lossy: BTreeMap<Ipv4Addr, u8>,
+}
+
+impl Cuts {
+    /// Whether nothing is cut.
+    pub fn is_empty(&self) -> bool {
+        self.both.is_empty()
+            && self.inbound.is_empty()
+            && self.outbound.is_empty()
+            && self.links.is_empty()
+            && self.lossy.is_empty()
+    }
+
+    /// The same without any fault that involves `a`.
+    pub fn without(&self, a: Ipv4Addr) -> Cuts {
+        let mut next = self.clone();
+        next.both.remove(&a);
+        next.inbound.remove(&a);
+        next.outbound.remove(&a);
+        next.links.retain(|(x, y)| *x != a && *y != a);
+        next.lossy.remove(&a);
+        next
+    }
+}
+
+/// The `nft -f` script that replaces the table with one holding `cuts` (none: the table with
+/// no rules). The leading `table` line makes the `delete` succeed when the table does not
+/// exist yet.
+pub fn ruleset(cuts: &Cuts) -> String {
     let net = format!("{HOSTS_NET}/{HOSTS_PREFIX}");
     let mut text = format!(
         "table inet {TABLE}\ndelete table inet {TABLE}\ntable inet {TABLE} {{\n\tchain input {{\n\
          \t\ttype filter hook input priority filter; policy accept;\n"
     );
-    for a in cut {
-        // Writing to a String cannot fail.
+    // Writing to a String cannot fail.
+    let from = |text: &mut String, a: Ipv4Addr, extra: &str| {
         let _ = writeln!(
             text,
-            "\t\tmeta l4proto udp ip saddr {a} ip daddr {net} ip daddr != {a} drop"
+            "\t\tmeta l4proto udp ip saddr {a} ip daddr {net} ip daddr != {a}{extra} drop"
         );
+    };
+    let to = |text: &mut String, a: Ipv4Addr, extra: &str| {
         let _ = writeln!(
             text,
-            "\t\tmeta l4proto udp ip daddr {a} ip saddr {net} ip saddr != {a} drop"
+            "\t\tmeta l4proto udp ip daddr {a} ip saddr {net} ip saddr != {a}{extra} drop"
         );
+    };
+    for a in &cuts.both {
+        from(&mut text, *a, "");
+        to(&mut text, *a, "");
+    }
+    for a in &cuts.inbound {
+        to(&mut text, *a, "");
+    }
+    for a in &cuts.outbound {
+        from(&mut text, *a, "");
+    }
+    for (a, b) in &cuts.links {
+        let _ = writeln!(text, "\t\tmeta l4proto udp ip saddr {a} ip daddr {b} drop");
+        let _ = writeln!(text, "\t\tmeta l4proto udp ip saddr {b} ip daddr {a} drop");
+    }
+    for (a, pct) in &cuts.lossy {
+        let extra = format!(" numgen random mod 100 < {pct}");
+        from(&mut text, *a, &extra);
+        to(&mut text, *a, &extra);
     }
     text.push_str("\t}\n}\n");
     text
@@ -104,7 +163,7 @@ pub fn removal() -> String {
 #[derive(Debug)]
 pub struct Partitions {
     nft: PathBuf,
-    cut: BTreeSet<Ipv4Addr>,
+    cuts: Cuts,
     /// Whether the table may exist (removed on drop).
     installed: bool,
 }
@@ -127,14 +186,19 @@ impl Partitions {
     pub fn with_program(nft: PathBuf) -> Partitions {
         Partitions {
             nft,
-            cut: BTreeSet::new(),
+            cuts: Cuts::default(),
             installed: false,
         }
     }
 
     /// The addresses cut off now.
     pub fn cut_addresses(&self) -> impl Iterator<Item = IpAddr> + '_ {
-        self.cut.iter().copied().map(IpAddr::V4)
+        self.cuts.both.iter().copied().map(IpAddr::V4)
+    }
+
+    /// Every fault in place now.
+    pub fn cuts(&self) -> &Cuts {
+        &self.cuts
     }
 
     /// Cuts host address `addr` off from every other host address (UDP both ways); cutting it
@@ -145,19 +209,67 @@ impl Partitions {
     /// [`LabError::Step`] if `nft` cannot run or refuses (nothing changes then).
     pub async fn cut(&mut self, addr: IpAddr) -> Result<(), LabError> {
         let v4 = host_v4(addr)?;
-        let mut next = self.cut.clone();
-        next.insert(v4);
+        let mut next = self.cuts.clone();
+        next.both.insert(v4);
         self.apply(next).await
     }
 
-    /// Ends the cut of `addr` (healing an address not cut changes nothing).
+    /// Cuts one direction of host address `addr`'s links: `inbound` (it hears no other host)
+    /// or not (no other host hears it).
+    ///
+    /// # Errors
+    /// As [`Partitions::cut`].
+    pub async fn cut_one_way(&mut self, addr: IpAddr, inbound: bool) -> Result<(), LabError> {
+        let v4 = host_v4(addr)?;
+        let mut next = self.cuts.clone();
+        if inbound {
+            next.inbound.insert(v4);
+        } else {
+            next.outbound.insert(v4);
+        }
+        self.apply(next).await
+    }
+
+    /// Cuts the one link between host addresses `a` and `b`, both ways.
+    ///
+    /// # Errors
+    /// As [`Partitions::cut`]; [`LabError::NoSuchPart`] when `a` is `b`.
+    pub async fn cut_link(&mut self, a: IpAddr, b: IpAddr) -> Result<(), LabError> {
+        let (a, b) = (host_v4(a)?, host_v4(b)?);
+        if a == b {
+            return Err(LabError::NoSuchPart(format!(
+                "a link joins two hosts: {a} twice"
+            )));
+        }
+        let mut next = self.cuts.clone();
+        next.links.insert((a.min(b), a.max(b)));
+        self.apply(next).await
+    }
+
+    /// Drops `percent` (1 to 100) of the packets between host address `addr` and the other
+    /// hosts, at random, both ways.
+    ///
+    /// # Errors
+    /// As [`Partitions::cut`]; [`LabError::NoSuchPart`] for a percentage outside 1 to 100.
+    pub async fn lossy(&mut self, addr: IpAddr, percent: u8) -> Result<(), LabError> {
+        let v4 = host_v4(addr)?;
+        if !(1..=100).contains(&percent) {
+            return Err(LabError::NoSuchPart(format!(
+                "a loss of {percent} %: expected 1 to 100"
+            )));
+        }
+        let mut next = self.cuts.clone();
+        next.lossy.insert(v4, percent);
+        self.apply(next).await
+    }
+
+    /// Ends every fault involving `addr` (healing an address not cut changes nothing).
     ///
     /// # Errors
     /// As [`Partitions::cut`].
     pub async fn heal(&mut self, addr: IpAddr) -> Result<(), LabError> {
         let v4 = host_v4(addr)?;
-        let mut next = self.cut.clone();
-        next.remove(&v4);
+        let next = self.cuts.without(v4);
         self.apply(next).await
     }
 
@@ -166,7 +278,7 @@ impl Partitions {
     /// # Errors
     /// [`LabError::Spawn`] or [`LabError::Step`] from `nft`.
     pub async fn heal_all(&mut self) -> Result<(), LabError> {
-        self.apply(BTreeSet::new()).await
+        self.apply(Cuts::default()).await
     }
 
     /// Removes the table.
@@ -178,14 +290,14 @@ impl Partitions {
             run_nft(&self.nft, &removal()).await?;
         }
         self.installed = false;
-        self.cut.clear();
+        self.cuts = Cuts::default();
         Ok(())
     }
 
-    async fn apply(&mut self, next: BTreeSet<Ipv4Addr>) -> Result<(), LabError> {
+    async fn apply(&mut self, next: Cuts) -> Result<(), LabError> {
         self.installed = true;
         run_nft(&self.nft, &ruleset(&next)).await?;
-        self.cut = next;
+        self.cuts = next;
         Ok(())
     }
 }
@@ -266,10 +378,13 @@ mod tests {
 
     #[test]
     fn a_cut_drops_udp_both_ways_between_the_host_and_the_other_hosts_only() {
-        let cut: BTreeSet<Ipv4Addr> = ["127.0.1.3", "127.0.1.1"]
-            .iter()
-            .map(|a| a.parse().unwrap())
-            .collect();
+        let cut = Cuts {
+            both: ["127.0.1.3", "127.0.1.1"]
+                .iter()
+                .map(|a| a.parse().unwrap())
+                .collect(),
+            ..Cuts::default()
+        };
         assert_eq!(
             ruleset(&cut),
             "table inet pvf_scenario\n\
@@ -287,8 +402,39 @@ mod tests {
     }
 
     #[test]
+    fn one_way_cuts_single_links_and_loss_drop_only_their_packets() {
+        let a: Ipv4Addr = "127.0.1.1".parse().unwrap();
+        let b: Ipv4Addr = "127.0.1.2".parse().unwrap();
+        let cuts = Cuts {
+            inbound: BTreeSet::from([a]),
+            outbound: BTreeSet::from([b]),
+            links: BTreeSet::from([(a, b)]),
+            lossy: BTreeMap::from([(b, 20)]),
+            ..Cuts::default()
+        };
+        let text = ruleset(&cuts);
+        let rules: Vec<&str> = text.lines().filter(|l| l.contains("drop")).collect();
+        assert_eq!(
+            rules,
+            [
+                "\t\tmeta l4proto udp ip daddr 127.0.1.1 ip saddr 127.0.1.0/24 ip saddr != 127.0.1.1 drop",
+                "\t\tmeta l4proto udp ip saddr 127.0.1.2 ip daddr 127.0.1.0/24 ip daddr != 127.0.1.2 drop",
+                "\t\tmeta l4proto udp ip saddr 127.0.1.1 ip daddr 127.0.1.2 drop",
+                "\t\tmeta l4proto udp ip saddr 127.0.1.2 ip daddr 127.0.1.1 drop",
+                "\t\tmeta l4proto udp ip saddr 127.0.1.2 ip daddr 127.0.1.0/24 ip daddr != 127.0.1.2 numgen random mod 100 < 20 drop",
+                "\t\tmeta l4proto udp ip daddr 127.0.1.2 ip saddr 127.0.1.0/24 ip saddr != 127.0.1.2 numgen random mod 100 < 20 drop",
+            ]
+        );
+        // Healing a host ends every fault it is part of, and only those.
+        let healed = cuts.without(a);
+        assert!(healed.inbound.is_empty() && healed.links.is_empty());
+        assert_eq!(healed.outbound, BTreeSet::from([b]));
+        assert!(cuts.without(a).without(b).is_empty());
+    }
+
+    #[test]
     fn healing_everything_leaves_the_table_without_rules_and_removal_deletes_it() {
-        let healed = ruleset(&BTreeSet::new());
+        let healed = ruleset(&Cuts::default());
         assert!(healed.contains("chain input"), "{healed}");
         assert!(!healed.contains("drop"), "{healed}");
         assert_eq!(

@@ -22,7 +22,7 @@ use tokio::sync::watch;
 
 use super::Session;
 use super::shutdown_signal::shutdown_signal;
-use crate::args::{SimCommand, SimRunArgs};
+use crate::args::{SimChaosArgs, SimCommand, SimRunArgs};
 use crate::exit::CliError;
 use crate::output::OutputFormat;
 
@@ -33,6 +33,7 @@ const CHILD_LOG: &str = "info";
 pub(crate) async fn run(session: &mut Session<'_>, command: &SimCommand) -> Result<(), CliError> {
     match command {
         SimCommand::Run(args) => run_file(session, args).await,
+        SimCommand::Chaos(args) => run_chaos(session, args).await,
     }
 }
 
@@ -60,6 +61,71 @@ async fn run_file(session: &mut Session<'_>, args: &SimRunArgs) -> Result<(), Cl
     let shown = args.file.display().to_string();
     let scenario =
         lab::scenario::load(&args.file).map_err(|e| CliError::Usage(format!("{shown}: {e}")))?;
+    let how = How {
+        shown,
+        keep: args.keep.clone(),
+        report: args.report.clone(),
+    };
+    run_scenario(session, &scenario, &how).await
+}
+
+/// `sim chaos`: the seed's campaign as a scenario, run as `sim run` runs a file; a failing
+/// run says how to replay it.
+async fn run_chaos(session: &mut Session<'_>, args: &SimChaosArgs) -> Result<(), CliError> {
+    let schedule = lab::chaos::draw(args.seed, args.duration);
+    let text = schedule.scenario_text();
+    let replay = format!(
+        "pvefleet sim chaos --seed {} --duration {}s",
+        args.seed,
+        schedule.duration.as_secs()
+    );
+    if args.dry_run {
+        let shown = format!("{text}\n# faults by kind\n{}", schedule.figures());
+        return write(session, &shown);
+    }
+    if let Some(path) = &args.scenario_out {
+        std::fs::write(path, &text)
+            .map_err(|e| CliError::Output(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let scenario = lab::scenario::parse(&text)
+        .map_err(|e| CliError::Usage(format!("chaos seed {}: {e}", args.seed)))?;
+    if Isolation::from_env().is_some() {
+        eprintln!(
+            "chaos campaign seed {}: {} faults over {} s\n{}",
+            args.seed,
+            schedule.fault_count(),
+            schedule.duration.as_secs(),
+            schedule.figures()
+        );
+    }
+    let how = How {
+        shown: format!("chaos seed {}", args.seed),
+        keep: args.keep.clone(),
+        report: args.report.clone(),
+    };
+    let result = run_scenario(session, &scenario, &how).await;
+    if result.is_err() && Isolation::from_env().is_some() {
+        eprintln!("replay: {replay} (--dry-run prints the schedule)");
+    }
+    result
+}
+
+/// How a scenario is run and reported.
+struct How {
+    /// What it is, for messages (the file, or the chaos seed).
+    shown: String,
+    /// `--keep`.
+    keep: Option<std::path::PathBuf>,
+    /// `--report`.
+    report: Option<std::path::PathBuf>,
+}
+
+async fn run_scenario(
+    session: &mut Session<'_>,
+    scenario: &lab::scenario::Scenario,
+    how: &How,
+) -> Result<(), CliError> {
+    let shown = how.shown.clone();
     let isolation = match Isolation::from_env() {
         Some(isolation) => {
             if isolation.partitions() {
@@ -77,13 +143,13 @@ async fn run_file(session: &mut Session<'_>, args: &SimRunArgs) -> Result<(), Cl
     let binaries = Binaries::beside_current_exe().map_err(|e| CliError::Usage(e.to_string()))?;
     let options = RunOptions {
         binaries,
-        keep: args.keep.clone(),
+        keep: how.keep.clone(),
         isolation: isolation.clone(),
         log_filter: CHILD_LOG.to_string(),
     };
     let json = session.cli.output == OutputFormat::Json;
     if !json {
-        write(session, &report::header(&scenario, &isolation.describe()))?;
+        write(session, &report::header(scenario, &isolation.describe()))?;
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let signals = tokio::spawn(async move {
@@ -96,7 +162,7 @@ async fn run_file(session: &mut Session<'_>, args: &SimRunArgs) -> Result<(), Cl
         json,
     };
     let result = Box::pin(lab::scenario::run(
-        &scenario,
+        scenario,
         &options,
         &mut printer,
         stop_rx,
@@ -104,7 +170,7 @@ async fn run_file(session: &mut Session<'_>, args: &SimRunArgs) -> Result<(), Cl
     .await;
     signals.abort();
     let outcome = result.map_err(|e| CliError::Usage(format!("{shown}: {e}")))?;
-    if let Some(path) = &args.report {
+    if let Some(path) = &how.report {
         let doc = report::json(&outcome).map_err(|e| CliError::Output(e.to_string()))? + "\n";
         super::sim_report::write_report(path, &doc).map_err(|e| {
             CliError::Output(format!(

@@ -11,8 +11,9 @@
 //!            (leader only),
 //!            report this build's encodings and raise the cluster version (leader),
 //!            notify systemd (readiness, status, watchdog)
-//!  run:   wait for shutdown ─▶ stop settling ─▶ stop accepting, answer calls in flight
-//!         ─▶ raft.shutdown() ─▶ close connections and the endpoint
+//!  run:   wait for shutdown ─▶ stop settling ─▶ stop accepting, calls in flight (≤ 1 s)
+//!         ─▶ raft.shutdown() (a leader hands over within an election timeout)
+//!         ─▶ the rest of the server's work ─▶ close connections and the endpoint
 //! ```
 
 pub(crate) mod membership;
@@ -57,6 +58,8 @@ use fleet::state::FleetState;
 const TEARDOWN_WAIT: Duration = Duration::from_secs(30);
 /// How long the endpoint waits for peers to learn that it closed.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// How long the calls in flight at a stop may still commit before Raft stops.
+const IN_FLIGHT_WAIT: Duration = Duration::from_secs(1);
 /// A forwarded call must answer before the caller's own call deadline expires.
 const FORWARD_MARGIN: Duration = Duration::from_secs(1);
 
@@ -333,8 +336,8 @@ impl RunningNode {
 
     /// Serves until `shutdown` is cancelled (or the server fails, or Raft stops on a fatal
     /// error such as a log entry this build cannot read), then tears down in order: stop
-    /// settling the membership, stop accepting and answer the calls in flight, stop Raft,
-    /// close the connections and the endpoint. A Raft failure is returned as the error, so
+    /// settling the membership, stop accepting, give the calls in flight a second, stop
+    /// Raft, let the server finish, close the connections and the endpoint. A Raft failure is returned as the error, so
     /// the process exits non-zero and says why instead of serving without a state machine.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), CoordinatorError> {
         let mut server = self.server;
@@ -352,7 +355,18 @@ impl RunningNode {
         daemon::notify::notify_stopping();
         self.settle.cancel();
         self.serve.cancel();
-        let served = match served {
+        // The calls in flight get IN_FLIGHT_WAIT to finish while Raft still commits them;
+        // then Raft stops, before the slowest connection is waited for. A stopping leader
+        // whose Raft went on heartbeating while it no longer served kept the followers from
+        // electing another: the fleet was headless for the whole teardown, long enough for
+        // every agent's lease to run out (chaos campaign, seed 2). Stopped, it costs one
+        // election timeout. A call cut short is retried elsewhere under its request id.
+        let mut served = match served {
+            Some(result) => Some(result),
+            None => tokio::time::timeout(IN_FLIGHT_WAIT, &mut server).await.ok(),
+        };
+        let stopped = self.ctx.raft.shutdown().await;
+        let served = match served.take() {
             Some(result) => result,
             None => match tokio::time::timeout(TEARDOWN_WAIT, &mut server).await {
                 Ok(result) => result,
@@ -364,7 +378,6 @@ impl RunningNode {
         };
         self.tasks.close();
         let _ = tokio::time::timeout(TEARDOWN_WAIT, self.tasks.wait()).await;
-        let stopped = self.ctx.raft.shutdown().await;
         self.ctx.forwarder.close().await;
         self.endpoint.close(CLOSE_GRACE).await;
         tracing::info!(node_id = self.ctx.node_id, "coordinator stopped");

@@ -66,6 +66,9 @@ pub enum ScenarioError {
         /// The limit.
         secs: u64,
     },
+    /// The writing clients (`[fleet] clients`) could not start.
+    #[error("could not start the scenario's clients: {0}")]
+    Clients(String),
     /// The run was interrupted before the scenario started.
     #[error("interrupted before the scenario started")]
     Interrupted,

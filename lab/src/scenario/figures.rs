@@ -1,5 +1,5 @@
 //! Recovery figures, a pure function of the played events and the samples: for each
-//! `power-off` or `partition` of a host H, the time from the event until H is `fenced` in the
+//! `power-off`, `partition` or clean `shutdown` of a host H, the time from the event until H is `fenced` in the
 //! fleet, and until every HA `started` VM the fleet had on H (in the last sample before the
 //! event) is observed running in PVE on another host. For a `reset` (H comes back at once),
 //! the time until every such VM runs again, on H or elsewhere.
@@ -40,7 +40,11 @@ pub fn recovery_figures(played: &[PlayedEvent], samples: &[Sample]) -> Vec<Figur
     played
         .iter()
         .filter(|e| {
-            e.error.is_none() && matches!(e.action.as_str(), "power-off" | "partition" | "reset")
+            e.error.is_none()
+                && matches!(
+                    e.action.as_str(),
+                    "power-off" | "partition" | "reset" | "shutdown"
+                )
         })
         .filter_map(|e| Some(figure(e, e.host.as_deref()?, samples)))
         .collect()
@@ -83,17 +87,32 @@ fn figure(e: &PlayedEvent, host: &str, samples: &[Sample]) -> Figure {
     } else {
         Some(e.t_ms)
     };
-    let recovered_after_ms = match down_at {
-        Some(down) if !vms.is_empty() => samples
-            .iter()
-            .filter(|s| s.t_ms >= down)
-            .find(|s| elsewhere(s))
-            .map(|s| s.t_ms - e.t_ms),
-        _ => None,
+    let recovered_after_ms = if e.action == "shutdown" {
+        // Moved off before it went down (a drain), or down and then running again anywhere
+        // (recovered elsewhere, or frozen and back on it after its boot).
+        let mut was_down = false;
+        after()
+            .find(|s| {
+                let running = vms.iter().all(|vm| !s.pve.running_nodes(vm).is_empty());
+                was_down |= !running;
+                running && (was_down || elsewhere(s))
+            })
+            .filter(|_| !vms.is_empty())
+            .map(|s| s.t_ms - e.t_ms)
+    } else {
+        match down_at {
+            Some(down) if !vms.is_empty() => samples
+                .iter()
+                .filter(|s| s.t_ms >= down)
+                .find(|s| elsewhere(s))
+                .map(|s| s.t_ms - e.t_ms),
+            _ => None,
+        }
     };
     let (what, back) = match e.action.as_str() {
         "power-off" => ("powered off", "running elsewhere"),
         "reset" => ("reset", "running again"),
+        "shutdown" => ("shut down", "running again (moved, recovered or back)"),
         _ => ("partitioned", "running elsewhere"),
     };
     let fenced = fenced_after_ms.map_or("never fenced".to_string(), |ms| {
@@ -138,6 +157,7 @@ mod tests {
             vm: None,
             text: "power-off pve-b".into(),
             error: None,
+            refused: None,
         }
     }
 

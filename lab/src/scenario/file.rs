@@ -78,6 +78,8 @@ pub(crate) struct RawFleet {
     pub(crate) coordinators: Vec<String>,
     #[serde(default)]
     pub(crate) lease: Option<String>,
+    #[serde(default)]
+    pub(crate) clients: Option<u32>,
 }
 
 /// `[[pve_cluster]]`.
@@ -133,6 +135,12 @@ pub(crate) struct RawEvent {
     pub(crate) lock: Option<String>,
     #[serde(default)]
     pub(crate) state: Option<String>,
+    #[serde(default)]
+    pub(crate) peer: Option<String>,
+    #[serde(default)]
+    pub(crate) loss: Option<u8>,
+    #[serde(default)]
+    pub(crate) refusal: Option<String>,
 }
 
 /// `[[expect]]`: every key any expectation takes.

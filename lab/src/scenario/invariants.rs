@@ -16,6 +16,15 @@
 //! 4. **One VIP owner**: at most one host holds each VIP, as the admin API reports holders.
 //! 5. **One rebalancing move at a time**: at most one VM is migrating for automatic
 //!    rebalancing in any sample (the storm guard of docs/design/maintenance.md).
+//! 6. **No healthy host marked unreachable**: a host the run has not disturbed for
+//!    [`HEALTHY_WINDOW_MS`] ([`Disturbance`]) never turns unreachable or fenced. Leader
+//!    changes (a member killed or stopped) do not disturb any host.
+//! 7. **A VIP is held**: no VIP goes without a holder for more than [`VIP_UNHELD_BOUND_MS`]
+//!    while the fleet answers (a majority) and a host the VIP admits is online and healthy.
+//! 8. **Linearizable**: the history of the run's writing clients (`[fleet] clients`) is
+//!    linearizable (judged at the end, [`crate::linearizability`]).
+//! 9. **Acknowledged writes kept, once**: every address allocation a client saw acknowledged
+//!    is in its pool at the end, and none is there twice (judged at the end).
 //!
 //! The sampler reads PVE before the fleet: a guest seen running was running before the
 //! desired state read after it, so a `vm start` racing the reads cannot fake rule 3.
@@ -27,10 +36,20 @@ use protocol::fleet::{HostState, MigrationPurpose};
 use protocol::spec::HaState;
 use serde::Serialize;
 
+use super::disturbance::Disturbance;
 use super::sample::{FleetSample, Sample};
 
 /// How long a VM whose desired state became stopped may still run (the stop under way).
 pub const STOP_GRACE_MS: i64 = 20_000;
+/// How long a host must have been left alone to count as healthy (rules 6 and 7): the fleet
+/// shows a silent host unreachable after 3 s, and an agent whose links come back may take up
+/// to 5 s to reconnect.
+pub const HEALTHY_WINDOW_MS: i64 = 8_000;
+/// How long a VIP may go without a holder, as the leader reports holders, while it could be
+/// held (rule 7): a dead owner is replaced within about half a second (docs/design/vips.md),
+/// the leader's view of the new claim and the 200 ms samples add to that, and an election
+/// (about 1 s) with it.
+pub const VIP_UNHELD_BOUND_MS: i64 = 3_000;
 
 /// One of the safety rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -46,16 +65,28 @@ pub enum Invariant {
     OneVipOwner,
     /// Rule 5.
     OneRebalanceMove,
+    /// Rule 6.
+    HealthyHostReachable,
+    /// Rule 7.
+    VipHeld,
+    /// Rule 8.
+    Linearizable,
+    /// Rule 9.
+    AcknowledgedWrites,
 }
 
 impl Invariant {
     /// Every rule, in order.
-    pub const ALL: [Invariant; 5] = [
+    pub const ALL: [Invariant; 9] = [
         Invariant::OneRunner,
         Invariant::NoRecoveryWithoutFencing,
         Invariant::DesiredState,
         Invariant::OneVipOwner,
         Invariant::OneRebalanceMove,
+        Invariant::HealthyHostReachable,
+        Invariant::VipHeld,
+        Invariant::Linearizable,
+        Invariant::AcknowledgedWrites,
     ];
 
     /// The rule in words.
@@ -66,6 +97,10 @@ impl Invariant {
             Invariant::DesiredState => "desired state respected",
             Invariant::OneVipOwner => "one VIP owner",
             Invariant::OneRebalanceMove => "one rebalancing move at a time",
+            Invariant::HealthyHostReachable => "no healthy host marked unreachable",
+            Invariant::VipHeld => "a VIP is held while it can be",
+            Invariant::Linearizable => "client history linearizable",
+            Invariant::AcknowledgedWrites => "acknowledged writes kept, once",
         }
     }
 }
@@ -96,6 +131,9 @@ pub struct Invariants {
     last_fleet: Option<FleetSample>,
     /// Since when each VM must be stopped (`i64::MIN`: since before t=0).
     stopped_since: BTreeMap<String, i64>,
+    /// Since when each VIP has had no holder while it could have one (rule 7), and whether
+    /// that stretch was reported already.
+    unheld_since: BTreeMap<String, (i64, bool)>,
 }
 
 impl Invariants {
@@ -109,11 +147,13 @@ impl Invariants {
                 .collect(),
             vms,
             last_fleet: None,
+            unheld_since: BTreeMap::new(),
         }
     }
 
-    /// The violations `sample` shows, given the samples before it.
-    pub fn observe(&mut self, sample: &Sample) -> Vec<Violation> {
+    /// The violations `sample` shows, given the samples before it and what the run has done
+    /// to its hosts.
+    pub fn observe(&mut self, sample: &Sample, disturbance: &Disturbance) -> Vec<Violation> {
         let mut out = Vec::new();
         let violation = |invariant, detail: String| Violation {
             invariant,
@@ -154,6 +194,57 @@ impl Invariants {
                         .into_iter()
                         .map(|(invariant, detail)| violation(invariant, detail)),
                 );
+                // 6. A healthy host never turns unreachable.
+                for (name, host) in &fleet.hosts {
+                    let lost =
+                        |s: HostState| matches!(s, HostState::Unreachable | HostState::Fenced);
+                    let was = prev.hosts.get(name).map(|h| h.state);
+                    if lost(host.state)
+                        && !was.is_some_and(lost)
+                        && disturbance.healthy(name, sample.t_ms, HEALTHY_WINDOW_MS)
+                    {
+                        out.push(violation(
+                            Invariant::HealthyHostReachable,
+                            format!(
+                                "{name} turned {} ({}) though the run left it alone for {} s",
+                                host.state,
+                                host.reason,
+                                HEALTHY_WINDOW_MS / 1000
+                            ),
+                        ));
+                    }
+                }
+            }
+            // 7. A VIP that could be held is held.
+            for (vip, holders) in &fleet.vips {
+                let holdable = fleet.vip_hosts.get(vip).is_some_and(|hosts| {
+                    hosts.iter().any(|h| {
+                        fleet
+                            .hosts
+                            .get(h)
+                            .is_some_and(|s| s.state == HostState::Online)
+                            && disturbance.healthy(h, sample.t_ms, HEALTHY_WINDOW_MS)
+                    })
+                });
+                if !holders.is_empty() || !holdable {
+                    self.unheld_since.remove(vip);
+                    continue;
+                }
+                let (since, reported) = self
+                    .unheld_since
+                    .entry(vip.clone())
+                    .or_insert((sample.t_ms, false));
+                if sample.t_ms - *since > VIP_UNHELD_BOUND_MS && !*reported {
+                    *reported = true;
+                    out.push(violation(
+                        Invariant::VipHeld,
+                        format!(
+                            "VIP {vip} has had no holder for {:.1} s while a healthy host it \
+                             admits was online",
+                            (sample.t_ms - *since) as f64 / 1000.0
+                        ),
+                    ));
+                }
             }
             for (vip, holders) in &fleet.vips {
                 if holders.len() > 1 {
@@ -177,6 +268,9 @@ impl Invariants {
                 ));
             }
             self.last_fleet = Some(fleet.clone());
+        } else {
+            // No answer: perhaps no majority, when a VIP need not be held.
+            self.unheld_since.clear();
         }
         // 3. Stopped stays stopped (PVE's truth against the last known desired state).
         for (name, since) in &self.stopped_since {
@@ -248,7 +342,11 @@ pub fn check_all(
     samples: &[Sample],
 ) -> Vec<Violation> {
     let mut checker = Invariants::new(vms, stopped_at_start);
-    samples.iter().flat_map(|s| checker.observe(s)).collect()
+    let alone = Disturbance::default();
+    samples
+        .iter()
+        .flat_map(|s| checker.observe(s, &alone))
+        .collect()
 }
 
 #[cfg(test)]
@@ -439,5 +537,65 @@ mod tests {
         assert_eq!(v[0].invariant, Invariant::OneRebalanceMove);
         assert_eq!(v[0].t_ms, 1_000);
         assert!(v[0].detail.contains("web-1, web-3"), "{v:?}");
+    }
+
+    #[test]
+    fn a_host_left_alone_that_turns_unreachable_breaks_rule_six_and_a_disturbed_one_does_not() {
+        use crate::scenario::model::{Action, Target};
+        let online = sample(10_000, vec![], &[("pve-a", Online)], &[]);
+        let lost = sample(10_200, vec![], &[("pve-a", Unreachable)], &[]);
+        let mut checker = Invariants::new(names(), &BTreeSet::new());
+        let alone = Disturbance::default();
+        assert!(checker.observe(&online, &alone).is_empty());
+        let v = checker.observe(&lost, &alone);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].invariant, Invariant::HealthyHostReachable);
+        // Still unreachable in the next sample: one violation per fall, not per sample.
+        let still = sample(10_400, vec![], &[("pve-a", Unreachable)], &[]);
+        assert!(checker.observe(&still, &alone).is_empty());
+        // A host frozen 5 s ago and thawed since is not yet healthy.
+        let mut frozen = Disturbance::default();
+        let a = Target::Host("pve-a".into());
+        frozen.played(5_000, &Action::FreezeAgent(a.clone()), Some("pve-a"), None);
+        frozen.played(6_000, &Action::ThawAgent(a), Some("pve-a"), None);
+        let mut checker = Invariants::new(names(), &BTreeSet::new());
+        assert!(checker.observe(&online, &frozen).is_empty());
+        assert!(checker.observe(&lost, &frozen).is_empty());
+    }
+
+    #[test]
+    fn a_vip_unheld_beyond_its_bound_while_a_healthy_host_could_hold_it_breaks_rule_seven() {
+        let at = |t: i64, holders: Vec<String>, state| {
+            let mut s = sample(t, vec![], &[("pve-a", state)], &[]);
+            if let Some(f) = s.fleet.as_mut() {
+                f.vips.insert("web".into(), holders);
+                f.vip_hosts.insert("web".into(), vec!["pve-a".into()]);
+            }
+            s
+        };
+        let alone = Disturbance::default();
+        let mut checker = Invariants::new(names(), &BTreeSet::new());
+        let mut seen = Vec::new();
+        for t in (0..=VIP_UNHELD_BOUND_MS + 400).step_by(200) {
+            seen.extend(checker.observe(&at(t, vec![], Online), &alone));
+        }
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(seen[0].invariant, Invariant::VipHeld);
+        assert!(seen[0].t_ms > VIP_UNHELD_BOUND_MS, "{seen:?}");
+        // Held again, then unheld while its only host is not online: no violation.
+        let mut checker = Invariants::new(names(), &BTreeSet::new());
+        assert!(
+            checker
+                .observe(&at(0, vec!["pve-a".into()], Online), &alone)
+                .is_empty()
+        );
+        for t in (200..=VIP_UNHELD_BOUND_MS * 3).step_by(200) {
+            assert!(
+                checker
+                    .observe(&at(t, vec![], Unreachable), &alone)
+                    .iter()
+                    .all(|v| v.invariant != Invariant::VipHeld)
+            );
+        }
     }
 }

@@ -18,6 +18,7 @@
 //! namespace), `bring_up`, [`sampler`], [`stage`], [`runner`] (which tells an [`Observer`]).
 
 mod bring_up;
+pub mod disturbance;
 pub mod duration;
 pub mod error;
 pub mod expect;
@@ -25,6 +26,7 @@ pub mod figures;
 pub mod file;
 pub mod invariants;
 pub mod isolation;
+pub mod load;
 pub mod model;
 pub mod observer;
 pub mod outcome;

@@ -25,6 +25,9 @@ pub struct Scenario {
     pub lease_secs: Option<u64>,
     /// The hosts that also run a coordinator member; member `i` runs on `coordinators[i]`.
     pub coordinators: Vec<String>,
+    /// Clients writing during the run (`[fleet] clients`): register writes and reads, address
+    /// allocations, their history checked for linearizability at the end.
+    pub clients: u32,
     /// The simulated PVE clusters.
     pub pve_clusters: Vec<PveClusterDef>,
     /// The hosts, in file order (host `i` has the address `127.0.1.(i+1)`).
@@ -72,6 +75,21 @@ pub struct ScenarioEvent {
     pub at: Duration,
     /// What.
     pub action: Action,
+    /// Whether the fleet may or must refuse it (an operator's call).
+    pub refusal: Refusal,
+}
+
+/// Whether an operator's call may be refused (`refusal` of an event).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// It must be accepted: a refusal fails the run.
+    #[default]
+    Never,
+    /// It may be refused (a random operator's call in a chaos campaign).
+    Allowed,
+    /// It must be refused: an acceptance fails the run.
+    Expected,
 }
 
 /// The host an event acts on, resolved when the event is played.
@@ -110,7 +128,15 @@ pub enum Action {
     Reset(Target),
     /// The host's fleet links are cut (its member and agent reach no other host).
     Partition(Target),
-    /// The cut of one host ends, or of every host (`None`).
+    /// One direction of the host's fleet links is cut: `inbound` (it hears no other host) or
+    /// outbound (no other host hears it).
+    PartitionOneWay(Target, bool),
+    /// The one link between two hosts is cut, both ways.
+    CutLink(Target, Target),
+    /// A share (percent) of the packets between the host and every other host is lost.
+    Lossy(Target, u8),
+    /// Every fault on one host's links ends (cut, one-way, link, loss), or on every host's
+    /// (`None`).
     Heal(Option<Target>),
     /// SIGKILL of the host's agent (its PVE node and guests keep running).
     KillAgent(Target),
@@ -131,6 +157,9 @@ pub enum Action {
     KillCoordinator(Target),
     /// The coordinator member on the host runs again.
     RestartCoordinator(Target),
+    /// The coordinator member on the host is stopped gracefully (SIGTERM, as systemd stops
+    /// it); `restart-coordinator` starts it again.
+    StopCoordinator(Target),
     /// The next `count` starts of VM `vm` fail in PVE (in every simulator of the scenario).
     FailStart {
         /// The VM.
@@ -144,6 +173,11 @@ pub enum Action {
         vm: String,
         /// The lock (`backup`, `create`, ...).
         lock: String,
+    },
+    /// VM `vm`'s PVE config loses its `lock:` (the backup ended).
+    Unlock {
+        /// The VM.
+        vm: String,
     },
     /// VM `vm` is put under PVE's own HA manager with `state`.
     PveHa {
@@ -209,6 +243,10 @@ impl Action {
             Action::PowerOn(_) => "power-on",
             Action::Reset(_) => "reset",
             Action::Partition(_) => "partition",
+            Action::PartitionOneWay(_, true) => "partition-in",
+            Action::PartitionOneWay(_, false) => "partition-out",
+            Action::CutLink(..) => "cut-link",
+            Action::Lossy(..) => "lossy",
             Action::Heal(_) => "heal",
             Action::KillAgent(_) => "kill-agent",
             Action::RestartAgent(_) => "restart-agent",
@@ -218,12 +256,14 @@ impl Action {
             Action::ThawAgent(_) => "thaw-agent",
             Action::KillCoordinator(_) => "kill-coordinator",
             Action::RestartCoordinator(_) => "restart-coordinator",
+            Action::StopCoordinator(_) => "stop-coordinator",
             Action::FailStart { .. } => "fail-start",
             Action::FailMigrate { .. } => "fail-migrate",
             Action::VmMigrate { .. } => "vm-migrate",
             Action::MaintenanceEnable(_) => "maintenance-enable",
             Action::MaintenanceDisable(_) => "maintenance-disable",
             Action::Lock { .. } => "lock",
+            Action::Unlock { .. } => "unlock",
             Action::PveHa { .. } => "pve-ha",
             Action::VmStart { .. } => "vm-start",
             Action::VmStop { .. } => "vm-stop",
@@ -240,6 +280,10 @@ impl Action {
             | Action::PowerOn(t)
             | Action::Reset(t)
             | Action::Partition(t)
+            | Action::PartitionOneWay(t, _)
+            | Action::CutLink(t, _)
+            | Action::Lossy(t, _)
+            | Action::StopCoordinator(t)
             | Action::KillAgent(t)
             | Action::RestartAgent(t)
             | Action::StopAgent(t)
@@ -255,6 +299,14 @@ impl Action {
         }
     }
 
+    /// The second host of a `cut-link`.
+    pub fn peer(&self) -> Option<&Target> {
+        match self {
+            Action::CutLink(_, p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// The VM it acts on, for VM actions.
     pub fn vm(&self) -> Option<&str> {
         match self {
@@ -262,6 +314,7 @@ impl Action {
             | Action::FailMigrate { vm, .. }
             | Action::VmMigrate { vm, .. }
             | Action::Lock { vm, .. }
+            | Action::Unlock { vm }
             | Action::PveHa { vm, .. }
             | Action::VmStart { vm }
             | Action::VmStop { vm }
@@ -301,9 +354,12 @@ impl Action {
             Action::VmHa { vm, state } => format!("vm-ha {vm} (HA state {state})"),
             Action::VmStart { vm }
             | Action::VmStop { vm }
+            | Action::Unlock { vm }
             | Action::VmApply { vm }
             | Action::VmDelete { vm } => format!("{} {vm}", self.name()),
             Action::Shutdown(t, kind) => format!("shutdown {} ({})", target(t), kind.describe()),
+            Action::CutLink(a, b) => format!("cut-link {} - {b}", target(a)),
+            Action::Lossy(t, pct) => format!("lossy {} ({pct} % loss)", target(t)),
             other => match other.target() {
                 Some(t) => format!("{} {}", other.name(), target(t)),
                 None => other.name().to_string(),
@@ -464,9 +520,16 @@ impl Scenario {
 
     /// The first partition event (`event[i]`), if any: such a scenario needs a namespace.
     pub fn first_partition(&self) -> Option<&ScenarioEvent> {
-        self.events
-            .iter()
-            .find(|e| matches!(e.action, Action::Partition(_) | Action::Heal(_)))
+        self.events.iter().find(|e| {
+            matches!(
+                e.action,
+                Action::Partition(_)
+                    | Action::PartitionOneWay(..)
+                    | Action::CutLink(..)
+                    | Action::Lossy(..)
+                    | Action::Heal(_)
+            )
+        })
     }
 
     /// The names of its VMs.

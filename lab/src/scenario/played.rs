@@ -18,6 +18,8 @@ pub struct PlayedEvent {
     pub vm: Option<String>,
     /// The event in words.
     pub text: String,
-    /// Why it could not be played.
+    /// Why it could not be played (or was accepted when it had to be refused).
     pub error: Option<String>,
+    /// The fleet's refusal, when the event allowed or expected one.
+    pub refused: Option<String>,
 }

@@ -195,6 +195,7 @@ mod tests {
                 vm: None,
                 text: "power-off pve-b".into(),
                 error: None,
+                refused: None,
             }],
             timeline: Vec::new(),
             invariants: Outcome::verdicts(

@@ -20,12 +20,14 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::bring_up::{Started, bring_up};
+use super::disturbance::Disturbance;
 use super::error::ScenarioError;
 use super::expect::{ExpectContext, ExpectResult, evaluate};
 use super::figures::recovery_figures;
 use super::invariants::{Invariant, Invariants, Violation};
 use super::isolation::Isolation;
-use super::model::{Expectation, Scenario};
+use super::load::Load;
+use super::model::{Action, Expectation, Refusal, Scenario, Target};
 use super::observer::Observer;
 use super::outcome::{End, Outcome};
 use super::played::PlayedEvent;
@@ -35,12 +37,14 @@ use super::stage::Stage;
 use super::timeline::{EntryKind, Timeline, TimelineEntry, fleet_event};
 use crate::binaries::Binaries;
 use crate::error::LabError;
-use crate::lab::{Lab, LabOptions};
+use crate::lab::{Lab, LabOptions, Part};
 use crate::partition::Partitions;
 use crate::sim_control::SimControl;
 
 /// The sampler's per-call timeout (a silent fleet must not stall the samples).
 const SAMPLE_CALL_TIMEOUT: Duration = Duration::from_millis(800);
+/// How long a host whose guard reset it takes to boot before its agent runs again.
+const BOOT_DELAY: Duration = Duration::from_secs(3);
 /// The hard limit of the whole bring-up (every step has its own wait within it).
 const BRING_UP_LIMIT: Duration = Duration::from_secs(300);
 /// How a run is made.
@@ -135,6 +139,24 @@ pub async fn run(
         outcome.notes.extend(notes);
         outcome.kept = kept;
         outcome
+    })
+}
+
+/// How long one event may take: a stuck event must not hold the later ones back (the
+/// schedule is the scenario). An agent's stop may wait for a drain; a start waits for its
+/// ready line (60 s).
+fn event_limit(action: &Action) -> Duration {
+    match action {
+        Action::StopAgent(_) | Action::Shutdown(..) => Duration::from_secs(330),
+        _ => Duration::from_secs(75),
+    }
+}
+
+/// A seed from a scenario's name (FNV-1a): the clients of two runs of one scenario make the
+/// same choices.
+fn name_seed(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
 }
 
@@ -244,6 +266,23 @@ async fn play(
     };
     let (tx, mut rx) = mpsc::unbounded_channel::<Reading>();
     let sampling = sampler.spawn(tx);
+    let load = if scenario.clients > 0 {
+        let load = Load::start(scenario.clients, name_seed(&scenario.name), &client, || {
+            lab.client().ok()
+        })
+        .await
+        .map_err(ScenarioError::Clients)?;
+        observer.narrate(&format!(
+            "{} clients write and read registers and allocate addresses",
+            scenario.clients
+        ));
+        Some(load)
+    } else {
+        None
+    };
+    let mut disturbance = Disturbance::default();
+    // Agents to start again once their host has booted: (when, agent, host).
+    let mut boots: Vec<(Instant, usize, String)> = Vec::new();
     let mut stage = Stage {
         lab,
         scenario,
@@ -309,15 +348,29 @@ async fn play(
                 let t_ms = ms(t0.elapsed());
                 last_played_ms = t_ms;
                 let remaining = deadline.saturating_duration_since(Instant::now());
-                let acted = tokio::time::timeout(remaining, stage.play(event.index, &event.action))
+                let limit = remaining.min(event_limit(&event.action));
+                let acted = tokio::time::timeout(limit, stage.play(event.index, &event.action))
                     .await
-                    .unwrap_or_else(|_| Err("not done before the timeout".to_string()));
+                    .unwrap_or_else(|_| Err(format!("not done within {} s", limit.as_secs())));
                 let host = acted.as_ref().ok().and_then(|a| a.host.clone());
+                let peer = acted.as_ref().ok().and_then(|a| a.peer.clone());
+                if acted.is_ok() {
+                    disturbance.played(t_ms, &event.action, host.as_deref(), peer.as_deref());
+                }
                 let text = event.action.describe(host.as_deref());
-                let error = acted.err();
-                let line = match &error {
-                    None => format!("event[{}] {text}", event.index),
-                    Some(e) => format!("event[{}] {text} FAILED: {e}", event.index),
+                let (error, refused) = match (acted, event.refusal) {
+                    (Ok(_), Refusal::Expected) => (
+                        Some("accepted, but the scenario expected the fleet to refuse it".to_string()),
+                        None,
+                    ),
+                    (Ok(_), _) => (None, None),
+                    (Err(e), Refusal::Never) => (Some(e), None),
+                    (Err(e), Refusal::Allowed | Refusal::Expected) => (None, Some(e)),
+                };
+                let line = match (&error, &refused) {
+                    (Some(e), _) => format!("event[{}] {text} FAILED: {e}", event.index),
+                    (None, Some(r)) => format!("event[{}] {text}: refused: {r}", event.index),
+                    (None, None) => format!("event[{}] {text}", event.index),
                 };
                 emit(&mut rec, observer, TimelineEntry::new(t_ms, EntryKind::Scenario, line));
                 played.push(PlayedEvent {
@@ -328,19 +381,23 @@ async fn play(
                     vm: event.action.vm().map(str::to_string),
                     text,
                     error,
+                    refused,
                 });
             }
             reading = rx.recv() => {
                 let Some(reading) = reading else { break End::Timeout };
                 let sample = reading.sample;
                 for ev in &reading.events {
+                    if load.is_some() && super::load::own_subject(&ev.subject) {
+                        continue;
+                    }
                     rec.fleet_events.push(format!("{} {}: {}", ev.kind, ev.subject, ev.message));
                     emit(&mut rec, observer, fleet_event(ev, t0_unix));
                 }
                 for e in timeline.observe(&sample) {
                     emit(&mut rec, observer, e);
                 }
-                for v in invariants.observe(&sample) {
+                for v in invariants.observe(&sample, &disturbance) {
                     let text = format!("VIOLATION {}: {}", v.invariant, v.detail);
                     emit(&mut rec, observer, TimelineEntry::new(v.t_ms, EntryKind::Violation, text));
                     rec.violations.push(v);
@@ -352,7 +409,29 @@ async fn play(
                     };
                     rec.notes.push(format!("{} {text}", super::duration::seconds(sample.t_ms)));
                     emit(&mut rec, observer, TimelineEntry::new(sample.t_ms, EntryKind::Note, text));
+                    // An agent gone on its own: its guard reset the host (or it crashed). The
+                    // host boots again and systemd starts the agent, as on a real host.
+                    for i in stage.lab.exited_agents() {
+                        if let Some(host) = stage.lab.agents().get(i).map(|a| a.host.clone()) {
+                            disturbance.played(sample.t_ms, &Action::KillAgent(Target::Host(host.clone())), Some(&host), None);
+                            boots.push((Instant::now() + BOOT_DELAY, i, host));
+                        }
+                    }
                     stage.lab.forget_exited();
+                }
+                let now = Instant::now();
+                let (due, later): (Vec<_>, Vec<_>) = boots.drain(..).partition(|(at, _, _)| *at <= now);
+                boots = later;
+                for (_, i, host) in due {
+                    if stage.lab.runs(Part::Agent(i)) || disturbance.is_off(&host) {
+                        continue;
+                    }
+                    let text = match stage.lab.spawn_agent(i) {
+                        Ok(()) => format!("host {host} booted after its reset: agent started"),
+                        Err(e) => format!("host {host} booted after its reset: its agent did not start: {e}"),
+                    };
+                    disturbance.played(sample.t_ms, &Action::RestartAgent(Target::Host(host.clone())), Some(&host), None);
+                    emit(&mut rec, observer, TimelineEntry::new(sample.t_ms, EntryKind::Note, text));
                 }
                 match &sample.fleet {
                     Some(f) => {
@@ -399,6 +478,22 @@ async fn play(
     };
     sampling.abort();
     let end_ms = ms(t0.elapsed());
+    let clients_note = match load {
+        Some(load) => {
+            let verdict = load.finish(&client, end_ms).await;
+            for v in &verdict.violations {
+                let text = format!("VIOLATION {}: {}", v.invariant, v.detail);
+                emit(
+                    &mut rec,
+                    observer,
+                    TimelineEntry::new(v.t_ms, EntryKind::Violation, text),
+                );
+            }
+            rec.violations.extend(verdict.violations);
+            format!("{} writing clients: {}", scenario.clients, verdict.summary)
+        }
+        None => "no writing clients in the scenario ([fleet] clients)".to_string(),
+    };
     client.close().await;
     let last = rec.samples.last().cloned().unwrap_or(Sample {
         t_ms: end_ms,
@@ -429,6 +524,7 @@ async fn play(
             vm: e.action.vm().map(str::to_string),
             text: e.action.describe(None),
             error: Some("not played: the run ended first".to_string()),
+            refused: None,
         });
     }
     let mut observed = vec![];
@@ -441,6 +537,26 @@ async fn play(
         observed.push((
             Invariant::OneRunner,
             format!("{unread} sample(s) could not read every simulator"),
+        ));
+    }
+    observed.push((Invariant::Linearizable, clients_note.clone()));
+    observed.push((Invariant::AcknowledgedWrites, clients_note));
+    observed.push((
+        Invariant::HealthyHostReachable,
+        format!(
+            "hosts the run left alone for {} s (power, agent, links); member kills and stops \
+             disturb no host",
+            super::invariants::HEALTHY_WINDOW_MS / 1000
+        ),
+    ));
+    if !scenario.fleet.vip.is_empty() {
+        observed.push((
+            Invariant::VipHeld,
+            format!(
+                "holders as the leader reports them, at most {} s without one while the fleet \
+                 answers and a healthy online host is admitted",
+                super::invariants::VIP_UNHELD_BOUND_MS / 1000
+            ),
         ));
     }
     observed.push((

@@ -58,6 +58,8 @@ pub struct FleetSample {
     pub vms: BTreeMap<String, VmSample>,
     /// VIPs by name: the hosts holding each, as reported.
     pub vips: BTreeMap<String, Vec<String>>,
+    /// VIPs by name: every host the spec admits (eligible or not now).
+    pub vip_hosts: BTreeMap<String, Vec<String>>,
 }
 
 /// A host in the fleet.
@@ -199,6 +201,18 @@ impl FleetSample {
                         .collect()
                 })
                 .unwrap_or_default(),
+            vip_hosts: vips
+                .map(|reply| {
+                    reply
+                        .vips
+                        .iter()
+                        .map(|e| {
+                            let hosts = e.hosts.iter().map(|h| h.host.clone()).collect();
+                            (e.vip.spec.name.clone(), hosts)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -274,6 +288,7 @@ pub(crate) mod fixtures {
                     .map(|(n, v)| ((*n).to_string(), v.clone()))
                     .collect(),
                 vips: BTreeMap::new(),
+                vip_hosts: BTreeMap::new(),
             }),
         }
     }

@@ -56,6 +56,8 @@ pub struct Stage<'a> {
 pub struct Acted {
     /// The host, resolved.
     pub host: Option<String>,
+    /// The other end of a cut link, resolved.
+    pub peer: Option<String>,
 }
 
 impl Stage<'_> {
@@ -79,6 +81,32 @@ impl Stage<'_> {
             Action::Partition(_) => {
                 let addr = self.address(&on())?;
                 self.partitions.cut(addr).await.map_err(|e| e.to_string())?;
+            }
+            Action::PartitionOneWay(_, inbound) => {
+                let addr = self.address(&on())?;
+                self.partitions
+                    .cut_one_way(addr, *inbound)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Action::CutLink(_, peer) => {
+                let peer = self.resolve(peer).await?;
+                let (a, b) = (self.address(&on())?, self.address(&peer)?);
+                self.partitions
+                    .cut_link(a, b)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                return Ok(Acted {
+                    host,
+                    peer: Some(peer),
+                });
+            }
+            Action::Lossy(_, percent) => {
+                let addr = self.address(&on())?;
+                self.partitions
+                    .lossy(addr, *percent)
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             Action::Heal(Some(_)) => {
                 let addr = self.address(&on())?;
@@ -129,10 +157,16 @@ impl Stage<'_> {
             }
             Action::ThawAgent(_) => {
                 let i = self.agent(&on())?;
-                self.lab
-                    .resume(Part::Agent(i))
-                    .await
-                    .map_err(|e| e.to_string())?;
+                if self.lab.runs(Part::Agent(i)) {
+                    self.lab
+                        .resume(Part::Agent(i))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                } else {
+                    // Its guard reset the host while it hung (what the guard is for): the
+                    // host has booted again, and systemd starts the agent.
+                    self.lab.start_agent(i).await.map_err(|e| e.to_string())?;
+                }
             }
             Action::KillCoordinator(_) => {
                 let i = self.member(&on())?;
@@ -141,6 +175,10 @@ impl Stage<'_> {
             Action::RestartCoordinator(_) => {
                 let i = self.member(&on())?;
                 self.lab.start_member(i).await.map_err(|e| e.to_string())?;
+            }
+            Action::StopCoordinator(_) => {
+                let i = self.member(&on())?;
+                self.lab.terminate(Part::Member(i)).await;
             }
             Action::FailStart { vm, count } => {
                 let (vmid, _) = self.placed(vm).await?;
@@ -189,6 +227,15 @@ impl Stage<'_> {
                     .await
                     .map_err(|e| e.to_string())?;
             }
+            Action::Unlock { vm } => {
+                let (vmid, host) = self.placed(vm).await?;
+                let i = self.agent(&host)?;
+                let control = self.lab.pve_control(i).map_err(|e| e.to_string())?;
+                control
+                    .set_vm_lock(vmid, None)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
             Action::PveHa { vm, state } => {
                 let (vmid, host) = self.placed(vm).await?;
                 let label = self.sim_of(&host)?;
@@ -227,7 +274,7 @@ impl Stage<'_> {
                     .map_err(|e| e.to_string())?;
             }
         }
-        Ok(Acted { host })
+        Ok(Acted { host, peer: None })
     }
 
     async fn resolve(&mut self, target: &Target) -> Result<String, String> {

@@ -6,6 +6,7 @@
 
 mod admins;
 mod architecture;
+mod chaos;
 mod client_errors;
 mod client_lifecycle;
 mod coordinator_cluster;

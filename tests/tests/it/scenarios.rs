@@ -2,7 +2,7 @@
 //! run by the operator's own runner, `pvefleet sim run FILE`: real coordinators and agents on
 //! simulated PVE clusters, in a private network namespace of the run (CI runs as root; without
 //! root the runner uses a user namespace, and a scenario that needs one fails rather than
-//! skips). A scenario passes when its five invariants held on every sample and its
+//! skips). A scenario passes when its invariants held on every sample and its
 //! expectations were met; the failure message is the runner's own report.
 //!
 //! Every file of the directory is run: `every_scenario_file_has_a_test` fails on a file no

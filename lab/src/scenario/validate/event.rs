@@ -6,11 +6,29 @@ use protocol::spec::HaState;
 
 use super::super::error::ScenarioError;
 use super::super::file::RawEvent;
-use super::super::model::{Action, ScenarioEvent, Target};
+use super::super::model::{Action, Refusal, ScenarioEvent, Target};
 use super::refusal::{Checked, invalid, time, unknown_host, unknown_vm};
 
 /// PVE's HA resource states, for `pve-ha`.
 const PVE_HA_STATES: [&str; 4] = ["started", "stopped", "disabled", "ignored"];
+
+/// The actions that are an operator's call through the admin API, which the fleet may refuse.
+const OPERATOR_CALLS: &str = "vm-migrate, vm-start, vm-stop, vm-apply, vm-delete, vm-ha, \
+     maintenance-enable, maintenance-disable";
+
+fn operator_call(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::VmMigrate { .. }
+            | Action::VmStart { .. }
+            | Action::VmStop { .. }
+            | Action::VmApply { .. }
+            | Action::VmDelete { .. }
+            | Action::VmHa { .. }
+            | Action::MaintenanceEnable(_)
+            | Action::MaintenanceDisable(_)
+    )
+}
 
 /// `@event[N]` → `Some(N)`.
 pub(super) fn event_ref(text: &str) -> Option<Result<usize, ()>> {
@@ -59,22 +77,28 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
         | "thaw-agent"
         | "kill-coordinator"
         | "restart-coordinator"
+        | "stop-coordinator"
+        | "partition-in"
+        | "partition-out"
         | "maintenance-enable"
         | "maintenance-disable" => &["host"],
         "heal" => &["host"],
+        "cut-link" => &["host", "peer"],
+        "lossy" => &["host", "loss"],
         "shutdown" => &["host", "state"],
         "fail-start" | "fail-migrate" => &["vm", "count"],
         "vm-migrate" => &["vm", "host"],
         "lock" => &["vm", "lock"],
         "pve-ha" | "vm-ha" => &["vm", "state"],
-        "vm-start" | "vm-stop" | "vm-apply" | "vm-delete" => &["vm"],
+        "vm-start" | "vm-stop" | "vm-apply" | "vm-delete" | "unlock" => &["vm"],
         _ => return None,
     })
 }
 
-const ACTIONS: &str = "power-off, power-on, reset, shutdown, partition, heal, kill-agent, \
-     restart-agent, stop-agent, freeze-agent, thaw-agent, kill-coordinator, restart-coordinator, \
-     fail-start, fail-migrate, lock, pve-ha, vm-start, vm-stop, vm-ha, vm-apply, vm-delete, \
+const ACTIONS: &str = "power-off, power-on, reset, shutdown, partition, partition-in, \
+     partition-out, cut-link, lossy, heal, kill-agent, restart-agent, stop-agent, freeze-agent, \
+     thaw-agent, kill-coordinator, restart-coordinator, stop-coordinator, \
+     fail-start, fail-migrate, lock, unlock, pve-ha, vm-start, vm-stop, vm-ha, vm-apply, vm-delete, \
      vm-migrate, maintenance-enable, maintenance-disable";
 
 pub(super) fn event(
@@ -98,6 +122,8 @@ pub(super) fn event(
         ("count", e.count.is_some()),
         ("lock", e.lock.is_some()),
         ("state", e.state.is_some()),
+        ("peer", e.peer.is_some()),
+        ("loss", e.loss.is_some()),
     ];
     for (key, present) in given {
         if present && !allowed.contains(&key) {
@@ -155,6 +181,30 @@ pub(super) fn event(
         "power-on" => Action::PowerOn(host()?),
         "reset" => Action::Reset(host()?),
         "partition" => Action::Partition(host()?),
+        "partition-in" => Action::PartitionOneWay(host()?, true),
+        "partition-out" => Action::PartitionOneWay(host()?, false),
+        "cut-link" => {
+            let a = host()?;
+            let b = match e.peer.as_deref() {
+                Some(p) => target(&at("peer"), p, hosts, vms)?,
+                None => {
+                    return invalid(
+                        at("peer"),
+                        "cut-link needs peer = the other host (a host name, @leader, @vm:NAME \
+                         or @event[N])",
+                    );
+                }
+            };
+            if a == b {
+                return invalid(at("peer"), "a link joins two hosts: peer is host");
+            }
+            Action::CutLink(a, b)
+        }
+        "lossy" => match e.loss {
+            Some(pct @ 1..=100) => Action::Lossy(host()?, pct),
+            Some(pct) => return invalid(at("loss"), format!("{pct}: a percentage, 1 to 100")),
+            None => return invalid(at("loss"), "lossy needs loss = PERCENT (1 to 100)"),
+        },
         "heal" => Action::Heal(optional_host()?),
         "kill-agent" => Action::KillAgent(host()?),
         "restart-agent" => Action::RestartAgent(host()?),
@@ -176,6 +226,7 @@ pub(super) fn event(
         "thaw-agent" => Action::ThawAgent(host()?),
         "kill-coordinator" => Action::KillCoordinator(coordinator_host()?),
         "restart-coordinator" => Action::RestartCoordinator(coordinator_host()?),
+        "stop-coordinator" => Action::StopCoordinator(coordinator_host()?),
         "fail-start" => {
             let count = match e.count {
                 Some(n) if n >= 1 => n,
@@ -246,16 +297,39 @@ pub(super) fn event(
             };
             Action::VmHa { vm: vm()?, state }
         }
+        "unlock" => Action::Unlock { vm: vm()? },
         "vm-start" => Action::VmStart { vm: vm()? },
         "vm-stop" => Action::VmStop { vm: vm()? },
         "vm-apply" => Action::VmApply { vm: vm()? },
         "vm-delete" => Action::VmDelete { vm: vm()? },
         other => return invalid(at("action"), format!("unknown action {other:?}")),
     };
+    let refusal = match e.refusal.as_deref() {
+        None => Refusal::Never,
+        Some(_) if !operator_call(&action) => {
+            return invalid(
+                at("refusal"),
+                format!(
+                    "action {} is not an operator's call the fleet could refuse (refusal is \
+                     for {OPERATOR_CALLS})",
+                    e.action
+                ),
+            );
+        }
+        Some("allowed") => Refusal::Allowed,
+        Some("expected") => Refusal::Expected,
+        Some(other) => {
+            return invalid(
+                at("refusal"),
+                format!("{other:?}: expected \"allowed\" or \"expected\""),
+            );
+        }
+    };
     Ok(ScenarioEvent {
         index: i,
         at: when,
         action,
+        refusal,
     })
 }
 

@@ -44,6 +44,9 @@ fn check_name(at: &str, name: &str) -> Checked<()> {
 }
 
 /// Checks a whole file.
+/// The most writing clients a scenario may ask for.
+const MAX_CLIENTS: u32 = 16;
+
 pub(crate) fn scenario(raw: RawFile) -> Checked<Scenario> {
     if raw.name.trim().is_empty() || raw.name.chars().any(char::is_control) {
         return invalid("name", "must be a non-empty line of text");
@@ -78,6 +81,16 @@ pub(crate) fn scenario(raw: RawFile) -> Checked<Scenario> {
         .map_err(|e| ScenarioError::invalid("fleet", e.message().trim()))?;
     let coordinators = coordinators(fleet_raw.coordinators, &names)?;
     let lease_secs = fleet_raw.lease.as_deref().map(lease).transpose()?;
+    let clients = match fleet_raw.clients {
+        None => 0,
+        Some(n @ 0..=MAX_CLIENTS) => n,
+        Some(n) => {
+            return invalid(
+                "fleet.clients",
+                format!("{n} clients: expected 0 to {MAX_CLIENTS}"),
+            );
+        }
+    };
     let fleet = FleetSpecFile {
         pool: entries("pool", raw.pool)?,
         vmid_range: entries("vmid_range", raw.vmid_range)?,
@@ -114,6 +127,7 @@ pub(crate) fn scenario(raw: RawFile) -> Checked<Scenario> {
         hold,
         lease_secs,
         coordinators,
+        clients,
         pve_clusters,
         hosts,
         fleet,
