@@ -704,6 +704,7 @@ mod tests {
     fn an_hour_draws_more_than_five_hundred_faults_of_every_kind() {
         let s = draw(27, Duration::from_secs(3600));
         assert!(s.fault_count() >= 500, "{}", s.figures());
+        crate::scenario::parse(&s.scenario_text()).expect("an hour's campaign is a scenario");
         for (k, _) in Kind::WEIGHTS {
             assert!(
                 s.faults.get(&k).is_some_and(|n| *n > 0),

@@ -79,6 +79,8 @@ async fn run_chaos(session: &mut Session<'_>, args: &SimChaosArgs) -> Result<(),
         args.seed,
         schedule.duration.as_secs()
     );
+    let scenario = lab::scenario::parse(&text)
+        .map_err(|e| CliError::Usage(format!("chaos seed {}: {e}", args.seed)))?;
     if args.dry_run {
         let shown = format!("{text}\n# faults by kind\n{}", schedule.figures());
         return write(session, &shown);
@@ -87,8 +89,6 @@ async fn run_chaos(session: &mut Session<'_>, args: &SimChaosArgs) -> Result<(),
         std::fs::write(path, &text)
             .map_err(|e| CliError::Output(format!("cannot write {}: {e}", path.display())))?;
     }
-    let scenario = lab::scenario::parse(&text)
-        .map_err(|e| CliError::Usage(format!("chaos seed {}: {e}", args.seed)))?;
     if Isolation::from_env().is_some() {
         eprintln!(
             "chaos campaign seed {}: {} faults over {} s\n{}",

@@ -10,7 +10,8 @@ use std::time::Duration;
 use client::AdminClient;
 use protocol::Role;
 use protocol::admin::{
-    PoolApply, ReadMode, SettingsPut, VipApply, VmApply, VmList, VmidRangeApply,
+    HostList, PoolApply, ReadMode, SettingsPut, VipApply, VmApply, VmList, VmMigrate,
+    VmidRangeApply,
 };
 use protocol::fleet::VmPhase;
 use protocol::spec::{DesiredState, VmidRangeSpec};
@@ -153,6 +154,14 @@ pub(crate) async fn bring_up(
         }
     }
     converge(&client, scenario, &sims).await?;
+    if !scenario.start_on.is_empty() {
+        place_at_start(&client, scenario).await?;
+        observer.narrate(&format!(
+            "placed {} VM(s) where the scenario starts them",
+            scenario.start_on.len()
+        ));
+        converge(&client, scenario, &sims).await?;
+    }
     Ok(Started {
         client,
         sims,
@@ -208,6 +217,71 @@ async fn apply(client: &AdminClient, scenario: &Scenario) -> Result<(), Scenario
             .map_err(|e| fail(format!("vm {}", spec.name), e))?;
     }
     Ok(())
+}
+
+/// Moves every VM of `start_on` to its host (an operator's `vm migrate --to`) and waits until
+/// each is there with no move under way.
+async fn place_at_start(client: &AdminClient, scenario: &Scenario) -> Result<(), ScenarioError> {
+    let fail = |what: String| ScenarioError::Start {
+        source: LabError::NoSuchPart(what),
+    };
+    for (vm, host) in &scenario.start_on {
+        if let Err(e) = client
+            .call(&VmMigrate {
+                name: vm.clone(),
+                to: Some(host.clone()),
+            })
+            .await
+        {
+            // Already there: nothing to move ("VM web-1 is on pve-b already").
+            if !e.to_string().contains("already") {
+                return Err(fail(format!("placing {vm} on {host} at the start: {e}")));
+            }
+        }
+    }
+    let deadline = Instant::now() + CONVERGE_WAIT;
+    loop {
+        let hosts = client
+            .call(&HostList {
+                read: ReadMode::Linearizable,
+            })
+            .await
+            .ok();
+        let vms = client
+            .call(&VmList {
+                read: ReadMode::Linearizable,
+            })
+            .await
+            .ok();
+        let pending: Vec<String> = match (hosts, vms) {
+            (Some(hosts), Some(vms)) => scenario
+                .start_on
+                .iter()
+                .filter(|(vm, host)| {
+                    let id = hosts.hosts.iter().find(|h| &h.name == *host).map(|h| h.id);
+                    let there = vms
+                        .vms
+                        .iter()
+                        .find(|r| &r.spec.name == *vm)
+                        .is_some_and(|r| r.assignment.host.is_some() && r.assignment.host == id);
+                    !there || vms.migrations.contains_key(*vm)
+                })
+                .map(|(vm, host)| format!("{vm} not yet on {host}"))
+                .collect(),
+            _ => vec!["the fleet did not answer".to_string()],
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(fail(format!(
+                "the VMs were not placed within {} s: {}",
+                CONVERGE_WAIT.as_secs(),
+                pending.join("; ")
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// Waits until every VM is in its desired state in the fleet, and the running ones run once

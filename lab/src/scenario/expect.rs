@@ -197,13 +197,82 @@ pub fn evaluate(check: &Check, ctx: &ExpectContext<'_>) -> (bool, String) {
             }
             (met, format!("{name} {}, {count} VMs", h.state))
         }
-        Check::EventContains(text) => match ctx.fleet_events.iter().find(|e| e.contains(text)) {
-            Some(e) => (true, e.clone()),
-            None => (
-                false,
-                format!("none of {} fleet events since t=0", ctx.fleet_events.len()),
-            ),
-        },
+        Check::Events {
+            text,
+            min,
+            max,
+            before,
+        } => {
+            let first = ctx.fleet_events.iter().position(|e| e.contains(text));
+            let count = ctx.fleet_events.iter().filter(|e| e.contains(text)).count();
+            let mut met = count >= *min && max.is_none_or(|m| count <= m);
+            let mut seen = match first {
+                Some(i) if count == 1 => ctx.fleet_events[i].clone(),
+                Some(i) => format!("{count} events, the first: {}", ctx.fleet_events[i]),
+                None => format!("none of {} fleet events since t=0", ctx.fleet_events.len()),
+            };
+            if let Some(b) = before {
+                let other = ctx.fleet_events.iter().position(|e| e.contains(b.as_str()));
+                met &= match (first, other) {
+                    (Some(x), Some(y)) => x < y,
+                    (Some(_), None) => true,
+                    (None, _) => false,
+                };
+                if let Some(y) = other {
+                    seen.push_str(&format!(
+                        "; the first containing {b:?}: {}",
+                        ctx.fleet_events[y]
+                    ));
+                }
+            }
+            (met, seen)
+        }
+        Check::Leader { on, not } => {
+            let Some(fleet) = ctx.fleet else {
+                return (false, "the fleet never answered".to_string());
+            };
+            let Some(leader) = fleet.leader.as_deref() else {
+                return (false, "no member leads".to_string());
+            };
+            let mut met = true;
+            let mut seen = vec![format!("the leader is on {leader}")];
+            for (h, want) in on
+                .iter()
+                .map(|h| (h, true))
+                .chain(not.iter().map(|h| (h, false)))
+            {
+                match resolve(h, ctx.event_hosts) {
+                    Ok(h) => met &= (h == leader) == want,
+                    Err(why) => {
+                        met = false;
+                        seen.push(why);
+                    }
+                }
+            }
+            (met, seen.join(", "))
+        }
+        Check::Vip { vip, holder, held } => {
+            let Some(fleet) = ctx.fleet else {
+                return (false, "the fleet never answered".to_string());
+            };
+            let holders = fleet.vips.get(vip).cloned().unwrap_or_default();
+            let seen = if holders.is_empty() {
+                format!("vip {vip} held by nobody")
+            } else {
+                format!("vip {vip} held by {}", holders.join(" and "))
+            };
+            let mut met = true;
+            if let Some(h) = held {
+                met &= holders.is_empty() != *h;
+            }
+            if let Some(h) = holder {
+                match resolve(h, ctx.event_hosts) {
+                    Ok(h) => met &= holders == [h],
+                    Err(why) => return (false, format!("{seen}, {why}")),
+                }
+            }
+            (met, seen)
+        }
     }
 }
 
@@ -310,10 +379,86 @@ mod tests {
         );
         assert!(!evaluate(&host(Some(Online), None), &ctx).0);
         assert!(!evaluate(&host(None, Some(1)), &ctx).0);
-        assert!(evaluate(&Check::EventContains("HA error".into()), &ctx).0);
-        let (met, seen) = evaluate(&Check::EventContains("recovering".into()), &ctx);
+        let contains = |text: &str| Check::Events {
+            text: text.into(),
+            min: 1,
+            max: None,
+            before: None,
+        };
+        assert!(evaluate(&contains("HA error"), &ctx).0);
+        let (met, seen) = evaluate(&contains("recovering"), &ctx);
         assert!(!met);
         assert_eq!(seen, "none of 1 fleet events since t=0");
+    }
+
+    #[test]
+    fn events_are_counted_and_ordered() {
+        let s = sample(0, vec![], &[], &[]);
+        let events: Vec<String> = [
+            "vm web-1: fenced",
+            "vm web-1: recovering",
+            "vm web-1: recovering",
+        ]
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+        let ctx = ExpectContext {
+            sample: &s,
+            fleet: s.fleet.as_ref(),
+            start: None,
+            event_hosts: &BTreeMap::new(),
+            fleet_events: &events,
+        };
+        let check = |text: &str, min, max, before: Option<&str>| Check::Events {
+            text: text.into(),
+            min,
+            max,
+            before: before.map(str::to_string),
+        };
+        assert!(evaluate(&check("recovering", 2, Some(2), None), &ctx).0);
+        assert!(
+            !evaluate(&check("recovering", 1, Some(1), None), &ctx).0,
+            "two, not one"
+        );
+        assert!(!evaluate(&check("recovering", 3, None, None), &ctx).0);
+        assert!(evaluate(&check("fenced", 1, None, Some("recovering")), &ctx).0);
+        assert!(!evaluate(&check("recovering", 1, None, Some("fenced")), &ctx).0);
+        assert!(evaluate(&check("fenced", 1, None, Some("never seen")), &ctx).0);
+    }
+
+    #[test]
+    fn the_leader_and_a_vips_holder_are_judged_on_the_fleets_answer() {
+        let mut s = sample(0, vec![], &[], &[]);
+        if let Some(f) = s.fleet.as_mut() {
+            f.leader = Some("pve-a".into());
+            f.vips.insert("web".into(), vec!["pve-b".into()]);
+            f.vips.insert("db".into(), vec![]);
+        }
+        let ctx = ExpectContext {
+            sample: &s,
+            fleet: s.fleet.as_ref(),
+            start: None,
+            event_hosts: &BTreeMap::new(),
+            fleet_events: &[],
+        };
+        let name = |h: &str| HostRef::Name(h.into());
+        let leader = |on: Option<&str>, not: &[&str]| Check::Leader {
+            on: on.map(name),
+            not: not.iter().map(|h| name(h)).collect(),
+        };
+        assert!(evaluate(&leader(Some("pve-a"), &[]), &ctx).0);
+        assert!(!evaluate(&leader(Some("pve-b"), &[]), &ctx).0);
+        assert!(evaluate(&leader(None, &["pve-b", "pve-c"]), &ctx).0);
+        assert!(!evaluate(&leader(None, &["pve-a"]), &ctx).0);
+        let vip = |v: &str, holder: Option<&str>, held| Check::Vip {
+            vip: v.into(),
+            holder: holder.map(name),
+            held,
+        };
+        assert!(evaluate(&vip("web", Some("pve-b"), None), &ctx).0);
+        assert!(!evaluate(&vip("web", Some("pve-a"), None), &ctx).0);
+        assert!(evaluate(&vip("db", None, Some(false)), &ctx).0);
+        assert!(!evaluate(&vip("db", None, Some(true)), &ctx).0);
     }
 
     #[test]

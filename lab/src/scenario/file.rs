@@ -66,6 +66,8 @@ pub(crate) struct RawFile {
     #[serde(default)]
     pub(crate) settings: Option<toml::Value>,
     #[serde(default)]
+    pub(crate) start_on: BTreeMap<String, String>,
+    #[serde(default)]
     pub(crate) event: Vec<toml::Value>,
     #[serde(default)]
     pub(crate) expect: Vec<toml::Value>,
@@ -175,6 +177,24 @@ pub(crate) struct RawExpect {
     pub(crate) max_vms: Option<usize>,
     #[serde(default)]
     pub(crate) event_contains: Option<String>,
+    #[serde(default)]
+    pub(crate) count_min: Option<usize>,
+    #[serde(default)]
+    pub(crate) count_max: Option<usize>,
+    #[serde(default)]
+    pub(crate) before: Option<String>,
+    #[serde(default)]
+    pub(crate) leader: Option<String>,
+    #[serde(default)]
+    pub(crate) leader_not: Option<Vec<String>>,
+    #[serde(default)]
+    pub(crate) vip: Option<String>,
+    #[serde(default)]
+    pub(crate) holder: Option<String>,
+    #[serde(default)]
+    pub(crate) held: Option<bool>,
+    #[serde(default)]
+    pub(crate) during: Option<String>,
 }
 
 /// Entry `kind[i]` as `T`, or an error naming it.

@@ -34,6 +34,8 @@ pub struct Scenario {
     pub hosts: Vec<HostDef>,
     /// The VMs and the resources they draw from.
     pub fleet: FleetSpecFile,
+    /// VMs moved to a chosen host before t=0 (`[start_on]`: VM name → host).
+    pub start_on: BTreeMap<String, String>,
     /// The events, in the order they are played (by time, then file order).
     pub events: Vec<ScenarioEvent>,
     /// The expectations, in file order.
@@ -402,10 +404,26 @@ pub enum PveState {
 pub struct Expectation {
     /// Its index in the file (`expect[i]`).
     pub index: usize,
-    /// `None`: holds at the end; `Some(t)`: checked on the first sample at or after `t`.
+    /// With [`During::Once`]: `None` holds at the end, `Some(t)` is checked on the first
+    /// sample at or after `t`. Otherwise the start of the window (`None`: t=0).
     pub at: Option<Duration>,
+    /// Over which samples it is judged.
+    pub during: During,
     /// What must hold.
     pub check: Check,
+}
+
+/// Over which samples an expectation is judged (`during` in the file).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum During {
+    /// Once: at `at`, or at the end.
+    #[default]
+    Once,
+    /// On every sample from `at` (or t=0) to the end.
+    Throughout,
+    /// On no sample from `at` (or t=0) to the end.
+    Never,
 }
 
 /// What an expectation checks.
@@ -441,8 +459,35 @@ pub enum Check {
         /// At most this many fleet VMs have it as their host.
         max_vms: Option<usize>,
     },
-    /// A fleet event after t=0 whose `subject: message` contains this text.
-    EventContains(String),
+    /// Fleet events after t=0 whose `kind subject: message` contains `text`: at least `min`
+    /// and at most `max` of them, and, with `before`, the first of them earlier than the first
+    /// containing `before` (or that one never came).
+    Events {
+        /// The text.
+        text: String,
+        /// At least this many (1 unless given).
+        min: usize,
+        /// At most this many.
+        max: Option<usize>,
+        /// The text of the events they come before.
+        before: Option<String>,
+    },
+    /// Which coordinator member leads (its host), as the admin API says.
+    Leader {
+        /// It leads.
+        on: Option<HostRef>,
+        /// It does not lead (and some member does).
+        not: Vec<HostRef>,
+    },
+    /// A VIP's holder, as the leader reports it.
+    Vip {
+        /// The VIP.
+        vip: String,
+        /// Its holder.
+        holder: Option<HostRef>,
+        /// Whether some host holds it.
+        held: Option<bool>,
+    },
 }
 
 impl Check {
@@ -506,7 +551,44 @@ impl Check {
                 }
                 parts.join(", ")
             }
-            Check::EventContains(text) => format!("a fleet event contains {text:?}"),
+            Check::Events {
+                text,
+                min,
+                max,
+                before,
+            } => {
+                let mut out = match (min, max) {
+                    (1, None) => format!("a fleet event contains {text:?}"),
+                    (n, None) => format!("at least {n} fleet events contain {text:?}"),
+                    (n, Some(m)) if n == m => format!("exactly {n} fleet events contain {text:?}"),
+                    (n, Some(m)) => format!("{n} to {m} fleet events contain {text:?}"),
+                };
+                if let Some(b) = before {
+                    out.push_str(&format!(", the first before any containing {b:?}"));
+                }
+                out
+            }
+            Check::Leader { on, not } => {
+                let mut parts = vec!["the leader".to_string()];
+                if let Some(h) = on {
+                    parts.push(format!("on {h}"));
+                }
+                if !not.is_empty() {
+                    let hosts: Vec<String> = not.iter().map(HostRef::to_string).collect();
+                    parts.push(format!("not on {}", hosts.join(" or ")));
+                }
+                parts.join(" ")
+            }
+            Check::Vip { vip, holder, held } => {
+                let mut parts = vec![format!("vip {vip}")];
+                if let Some(h) = holder {
+                    parts.push(format!("held by {h}"));
+                }
+                if let Some(h) = held {
+                    parts.push(if *h { "held" } else { "held by nobody" }.to_string());
+                }
+                parts.join(", ")
+            }
         }
     }
 }

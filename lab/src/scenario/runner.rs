@@ -27,7 +27,7 @@ use super::figures::recovery_figures;
 use super::invariants::{Invariant, Invariants, Violation};
 use super::isolation::Isolation;
 use super::load::Load;
-use super::model::{Action, Expectation, Refusal, Scenario, Target};
+use super::model::{Action, Check, During, Expectation, Refusal, Scenario, Target};
 use super::observer::Observer;
 use super::outcome::{End, Outcome};
 use super::played::PlayedEvent;
@@ -197,6 +197,22 @@ fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// An expectation over a window so far: samples judged, and the first that broke it.
+#[derive(Debug, Clone, Default)]
+struct Window {
+    samples: usize,
+    broken: Option<(i64, String)>,
+}
+
+/// `during` in words.
+fn during_word(d: During) -> &'static str {
+    match d {
+        During::Once => "once",
+        During::Throughout => "throughout",
+        During::Never => "never",
+    }
+}
+
 /// What the play has seen so far.
 struct Record {
     samples: Vec<Sample>,
@@ -206,6 +222,8 @@ struct Record {
     last_fleet: Option<FleetSample>,
     start_fleet: Option<FleetSample>,
     timed: BTreeMap<usize, ExpectResult>,
+    /// The expectations judged over a window (`during`), by index.
+    windowed: BTreeMap<usize, Window>,
     silent: usize,
     notes: Vec<String>,
 }
@@ -260,6 +278,19 @@ async fn play(
         sims: started.sims.clone(),
         off: off_rx,
         vips: !scenario.fleet.vip.is_empty(),
+        members: if scenario
+            .expects
+            .iter()
+            .any(|e| matches!(e.check, Check::Leader { .. }))
+        {
+            lab.members()
+                .iter()
+                .zip(&scenario.coordinators)
+                .map(|(m, host)| (m.node_id, host.clone()))
+                .collect()
+        } else {
+            BTreeMap::new()
+        },
         t0,
         since_seq,
         retry_at: None,
@@ -320,6 +351,7 @@ async fn play(
         last_fleet: None,
         start_fleet: None,
         timed: BTreeMap::new(),
+        windowed: BTreeMap::new(),
         silent: 0,
         notes: Vec::new(),
     };
@@ -442,7 +474,34 @@ async fn play(
                     }
                     None => rec.silent += 1,
                 }
-                for e in scenario.expects.iter().filter(|e| e.at.is_some_and(|at| ms(at) <= sample.t_ms)) {
+                // Over a window: the first sample that breaks it is its verdict.
+                for e in scenario.expects.iter().filter(|e| e.during != During::Once) {
+                    let from = e.at.map_or(0, ms);
+                    if sample.t_ms < from || rec.windowed.get(&e.index).is_some_and(|w| w.broken.is_some()) {
+                        continue;
+                    }
+                    let result = rec.judge(e, &sample, &stage.event_hosts);
+                    let w = rec.windowed.entry(e.index).or_default();
+                    w.samples += 1;
+                    let broken = match e.during {
+                        During::Throughout => !result.met,
+                        _ => result.met,
+                    };
+                    if broken {
+                        let text = format!(
+                            "expect[{}] {} ({}): broken ({})",
+                            e.index,
+                            result.text,
+                            during_word(e.during),
+                            result.seen
+                        );
+                        emit(&mut rec, observer, TimelineEntry::new(sample.t_ms, EntryKind::Note, text));
+                        if let Some(w) = rec.windowed.get_mut(&e.index) {
+                            w.broken = Some((sample.t_ms, result.seen));
+                        }
+                    }
+                }
+                for e in scenario.expects.iter().filter(|e| e.during == During::Once && e.at.is_some_and(|at| ms(at) <= sample.t_ms)) {
                     if !rec.timed.contains_key(&e.index) {
                         let result = rec.judge(e, &sample, &stage.event_hosts);
                         let text = format!(
@@ -457,11 +516,13 @@ async fn play(
                     }
                 }
                 let after_last = next == scenario.events.len() && sample.t_ms >= last_played_ms;
-                let all_timed = scenario.expects.iter().all(|e| e.at.is_none() || rec.timed.contains_key(&e.index));
+                let all_timed = scenario.expects.iter().all(|e| {
+                    e.during != During::Once || e.at.is_none() || rec.timed.contains_key(&e.index)
+                });
                 let holds = scenario
                     .expects
                     .iter()
-                    .filter(|e| e.at.is_none())
+                    .filter(|e| e.during == During::Once && e.at.is_none())
                     .all(|e| rec.judge(e, &sample, &stage.event_hosts).met);
                 rec.samples.push(sample);
                 let t = rec.samples.last().map_or(0, |s| s.t_ms);
@@ -502,6 +563,22 @@ async fn play(
     });
     let mut expectations = Vec::new();
     for e in &scenario.expects {
+        if e.during != During::Once {
+            let mut result = rec.judge(e, &last, &stage.event_hosts);
+            result.text = format!("{} ({})", result.text, during_word(e.during));
+            result.at_ms = e.at.map(ms);
+            let w = rec.windowed.get(&e.index).cloned().unwrap_or_default();
+            (result.met, result.seen) = match w.broken {
+                Some((t, seen)) => (false, format!("at {}: {seen}", super::duration::seconds(t))),
+                None if w.samples == 0 => (false, "no sample in its window".to_string()),
+                None => (
+                    true,
+                    format!("held on all {} samples of its window", w.samples),
+                ),
+            };
+            expectations.push(result);
+            continue;
+        }
         let result = match (e.at, rec.timed.get(&e.index)) {
             (None, _) => rec.judge(e, &last, &stage.event_hosts),
             (Some(_), Some(r)) => r.clone(),

@@ -60,6 +60,8 @@ pub struct FleetSample {
     pub vips: BTreeMap<String, Vec<String>>,
     /// VIPs by name: every host the spec admits (eligible or not now).
     pub vip_hosts: BTreeMap<String, Vec<String>>,
+    /// The host of the coordinator member leading, when the scenario asks about it.
+    pub leader: Option<String>,
 }
 
 /// A host in the fleet.
@@ -213,6 +215,7 @@ impl FleetSample {
                         .collect()
                 })
                 .unwrap_or_default(),
+            leader: None,
         }
     }
 
@@ -289,6 +292,7 @@ pub(crate) mod fixtures {
                     .collect(),
                 vips: BTreeMap::new(),
                 vip_hosts: BTreeMap::new(),
+                leader: None,
             }),
         }
     }

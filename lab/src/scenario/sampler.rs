@@ -5,11 +5,11 @@
 //! [`SILENT_RETRY`], so the simulators (the ground truth of the invariants) are still read
 //! every period while it has no leader.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use client::AdminClient;
-use protocol::admin::{Events, HostList, ReadMode, VipStatus, VmList};
+use protocol::admin::{ClusterStatus, Events, HostList, ReadMode, VipStatus, VmList};
 use protocol::fleet::Event;
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -57,6 +57,9 @@ pub struct Sampler {
     pub off: watch::Receiver<BTreeSet<String>>,
     /// Whether to read VIP holders.
     pub vips: bool,
+    /// The coordinator members' hosts by node id, when the scenario asks which one leads
+    /// (empty: not asked).
+    pub members: BTreeMap<u64, String>,
     /// t=0.
     pub t0: Instant,
     /// The last fleet event seen.
@@ -129,7 +132,12 @@ impl Sampler {
         } else {
             None
         };
-        Some(FleetSample::from_replies(&vms, &hosts, vips.as_ref()))
+        let mut fleet = FleetSample::from_replies(&vms, &hosts, vips.as_ref());
+        if !self.members.is_empty() {
+            let status = client.call(&ClusterStatus {}).await.ok()?;
+            fleet.leader = status.leader.and_then(|id| self.members.get(&id).cloned());
+        }
+        Some(fleet)
     }
 
     async fn events(&mut self) -> Vec<Event> {

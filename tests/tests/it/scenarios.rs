@@ -88,6 +88,8 @@ scenarios! {
     disabled_while_waiting => "disabled-while-waiting",
     error_on_lost_host => "error-on-lost-host",
     lock_create_start => "lock-create-start",
+    leader_stop => "leader-stop",
+    one_way_partition => "one-way-partition",
 }
 
 #[test]

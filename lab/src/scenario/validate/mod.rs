@@ -115,10 +115,36 @@ pub(crate) fn scenario(raw: RawFile) -> Checked<Scenario> {
     }
     check_event_refs(&events)?;
     events.sort_by_key(|e| (e.at, e.index));
+    for (vm, host) in &raw.start_on {
+        let at = format!("start_on.{vm}");
+        if !vms.contains(&vm.as_str()) {
+            return invalid(at, refusal::unknown_vm(vm, &vms));
+        }
+        if !names.contains(&host.as_str()) {
+            return invalid(at, unknown_host(host, &names));
+        }
+        if fleet.vm.iter().any(|v| {
+            &v.name == vm
+                && events.iter().any(
+                    |e| matches!(&e.action, super::model::Action::VmApply { vm: x } if x == vm),
+                )
+        }) {
+            return invalid(
+                at,
+                "a VM applied by a vm-apply event is not there at the start",
+            );
+        }
+    }
     let raw_expects: Vec<RawExpect> = entries("expect", raw.expect)?;
+    let vips: Vec<&str> = fleet.vip.iter().map(|v| v.name.as_str()).collect();
+    let expect_names = expectation::Names {
+        hosts: &names,
+        vms: &vms,
+        vips: &vips,
+    };
     let mut expects = Vec::new();
     for (i, e) in raw_expects.into_iter().enumerate() {
-        expects.push(expectation(i, e, &names, &vms, &events, timeout)?);
+        expects.push(expectation(i, e, &expect_names, &events, timeout)?);
     }
     Ok(Scenario {
         name: raw.name,
@@ -131,6 +157,7 @@ pub(crate) fn scenario(raw: RawFile) -> Checked<Scenario> {
         pve_clusters,
         hosts,
         fleet,
+        start_on: raw.start_on,
         events,
         expects,
     })
