@@ -147,7 +147,8 @@ impl Reconciler {
                     }
                     | RecoveryAction::Relocate {
                         vm, to, message, ..
-                    } => {
+                    }
+                    | RecoveryAction::MoveWithGroup { vm, to, message } => {
                         tracing::warn!(vm, to, message, "moving an HA VM");
                     }
                     RecoveryAction::Recover { vm, message, .. }

@@ -1,7 +1,7 @@
 //! The recovery planner's decisions and the commands that record them.
 
 use protocol::NodeId;
-use protocol::fleet::UnixMillis;
+use protocol::fleet::{MigrationPurpose, UnixMillis};
 
 use crate::state::Command;
 
@@ -35,6 +35,16 @@ pub enum RecoveryAction {
         /// The host its starts failed on.
         from: NodeId,
         /// The best host it has not failed on.
+        to: NodeId,
+        /// Why.
+        message: String,
+    },
+    /// Live-migrate `vm` to `to`, after a member of its kept-together group relocated there
+    /// (its starts failed on their host): the group stays together.
+    MoveWithGroup {
+        /// The VM (a partner of the relocated one).
+        vm: String,
+        /// Where the relocated member went.
         to: NodeId,
         /// Why.
         message: String,
@@ -89,6 +99,12 @@ impl RecoveryAction {
                 message: message.clone(),
                 now,
             },
+            RecoveryAction::MoveWithGroup { vm, to, .. } => Command::StartMigration {
+                name: vm.clone(),
+                to: *to,
+                purpose: MigrationPurpose::Gather,
+                now,
+            },
             RecoveryAction::GiveUp { vm, message } => Command::HaGiveUp {
                 name: vm.clone(),
                 message: message.clone(),
@@ -108,6 +124,7 @@ impl RecoveryAction {
             RecoveryAction::Recover { vm, .. }
             | RecoveryAction::End { vm, .. }
             | RecoveryAction::Relocate { vm, .. }
+            | RecoveryAction::MoveWithGroup { vm, .. }
             | RecoveryAction::GiveUp { vm, .. }
             | RecoveryAction::ClearFailures { vm, .. } => vm,
         }

@@ -779,3 +779,62 @@ fn stopped_guests_are_no_load_when_a_recovery_chooses_its_host() {
         "{actions:?}"
     );
 }
+
+#[test]
+fn a_kept_together_member_whose_starts_fail_relocates_with_its_partners() {
+    let mut w = alpha();
+    let tries = HaSpec {
+        max_restart: Some(0),
+        max_relocate: Some(1),
+        ..ha(RecoveryMode::Relocate)
+    };
+    ruled_vm(&mut w, "db", &[], &[], &[], 1);
+    ruled_vm(&mut w, "app", &[], &[], &["db"], 1);
+    ruled_vm(&mut w, "cache", &[], &[], &["app"], 1);
+    let mut spec = w.state.vm("app").unwrap().spec.clone();
+    spec.ha = tries;
+    w.ok(Command::apply_vm(spec, w.now));
+    w.ok(Command::PutVmidRange {
+        spec: protocol::spec::VmidRangeSpec {
+            name: "main".into(),
+            start: 100,
+            end: 199,
+        },
+        now: w.now,
+    });
+    for name in ["db", "app", "cache"] {
+        w.ok(Command::AllocateVmid {
+            vm: name.into(),
+            avoid: vec![],
+            now: w.now,
+        });
+    }
+    // app fails to start on pve-a, past max_restart = 0: the group moves, not app alone.
+    fail_start(&mut w, "app", 1);
+    let actions = w.step();
+    let [
+        RecoveryAction::Relocate {
+            vm, to, message, ..
+        },
+        riders @ ..,
+    ] = actions.as_slice()
+    else {
+        panic!("{actions:?}");
+    };
+    assert_eq!(vm, "app");
+    assert!([2, 3].contains(to), "{to}");
+    assert!(message.contains("with its group (cache, db)"), "{message}");
+    let moved: Vec<(&str, u64)> = riders
+        .iter()
+        .map(|a| match a {
+            RecoveryAction::MoveWithGroup { vm, to, .. } => (vm.as_str(), *to),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(moved, [("cache", *to), ("db", *to)]);
+    assert_eq!(w.host_of("app"), Some(*to));
+    for rider in ["cache", "db"] {
+        let m = w.state.migration(rider).expect("its partners migrate");
+        assert_eq!(m.to_host, *to);
+    }
+}
