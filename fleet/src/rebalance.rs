@@ -35,7 +35,8 @@ pub const CANDIDATES: usize = 8;
 pub struct RebalanceConfig {
     /// A cluster whose imbalance is at most this (percent points) is balanced.
     pub threshold_pct: f64,
-    /// A move must lower the imbalance by at least this much (percent points).
+    /// A move must lower the imbalance by at least this share of it, in percent (relative, as
+    /// PVE's auto-rebalance `margin`: 10 is a tenth of the imbalance before the move).
     pub min_gain_pct: f64,
     /// At most this many moves in one plan.
     pub max_moves: usize,
@@ -45,10 +46,16 @@ impl Default for RebalanceConfig {
     fn default() -> RebalanceConfig {
         RebalanceConfig {
             threshold_pct: 5.0,
-            min_gain_pct: 0.05,
+            min_gain_pct: 1.0,
             max_moves: 20,
         }
     }
+}
+
+/// Whether a move from imbalance `before` to `after` gains at least `min_gain_pct` percent of
+/// `before` (PVE's auto-rebalance: `(imbalance - new) / imbalance >= margin`).
+pub fn gains_enough(before: f64, after: f64, min_gain_pct: f64) -> bool {
+    before > 0.0 && (before - after) / before * 100.0 >= min_gain_pct
 }
 
 /// One planned move.
@@ -131,7 +138,7 @@ pub fn plan_in(
                     continue;
                 };
                 let after = imbalance_after(&views, &members, busiest, to, rec.spec.memory_mib);
-                if before - after >= cfg.min_gain_pct
+                if gains_enough(before, after, cfg.min_gain_pct)
                     && best.as_ref().is_none_or(|(_, _, b)| after < *b)
                 {
                     best = Some((name.to_string(), to, after));

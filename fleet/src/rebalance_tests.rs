@@ -76,3 +76,14 @@ fn pinned_guests_stay_and_no_move_breaks_anti_affinity() {
     }
     assert!(moves.iter().any(|m| m.vm == "web-1"), "{moves:?}");
 }
+
+#[test]
+fn the_margin_is_a_share_of_the_imbalance_as_pves() {
+    use super::gains_enough;
+    // 30 -> 28 lowers it by 2 points, 6.7 % of it: not the 10 % margin.
+    assert!(!gains_enough(30.0, 28.0, 10.0));
+    assert!(gains_enough(30.0, 27.0, 10.0));
+    // The same 2 points out of 12 are enough.
+    assert!(gains_enough(12.0, 10.0, 10.0));
+    assert!(!gains_enough(0.0, 0.0, 10.0), "nothing to gain on a balanced cluster");
+}

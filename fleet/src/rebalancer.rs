@@ -87,10 +87,9 @@ pub fn decide(
         let disturbed = match disturbance(state, views, &cluster) {
             Disturbance::None => false,
             Disturbance::OwnMove => {
-                // Rebalancing's own move: the hold goes on while it runs.
-                if let Some(since) = hold.since(&cluster) {
-                    next.since.insert(cluster.clone(), since);
-                }
+                // Rebalancing's own move: its hold is spent. A cluster still out of balance
+                // when the move ends waits a whole new hold before the next one (PVE's auto
+                // rebalance counts its rounds again), so a storm cannot build up move on move.
                 continue;
             }
             Disturbance::Other => true,

@@ -90,19 +90,20 @@ fn a_move_waits_for_the_hold_and_a_spike_shorter_than_it_moves_nothing() {
 }
 
 #[test]
-fn one_move_in_flight_then_the_next_at_once_until_balanced() {
+fn one_move_in_flight_then_a_whole_new_hold_before_the_next_until_balanced() {
+    const HOLD_MS: u64 = 60_000;
     let mut w = skewed(true);
     let mut hold = pass(&w, &Hold::default(), 0).hold;
     let mut moves = 0;
-    let mut now = 60_000;
+    let mut now = HOLD_MS;
     while let Some((vm, to)) = moved(&pass(&w, &hold, now)) {
         let d = pass(&w, &hold, now);
         w.ok(d.command.clone().expect("a move"));
         moves += 1;
-        // While it runs: no second move, and the hold goes on.
+        // While it runs: no second move, and the move has spent the hold.
         let during = pass(&w, &d.hold, now + 1);
         assert_eq!(during.command, None);
-        assert_eq!(during.hold.since("alpha"), Some(0));
+        assert_eq!(during.hold.since("alpha"), None);
         // The state machine refuses a second one whatever a leader believes.
         let other = if vm == "vm-11" { "vm-10" } else { "vm-11" };
         let e = w.err(Command::StartMigration {
@@ -117,8 +118,18 @@ fn one_move_in_flight_then_the_next_at_once_until_balanced() {
         );
         let node = w.state.hosts()[&to].name.clone();
         w.end(&vm, Some(&node), 12);
-        hold = during.hold;
-        now += 1;
+        // Still out of balance: a new hold starts when the move ended, and the next move
+        // waits all of it (the outside check saw the second move start at once).
+        let after = pass(&w, &during.hold, now + 2);
+        assert_eq!(after.command, None);
+        let Some(since) = after.hold.since("alpha") else {
+            break;
+        };
+        assert_eq!(since, now + 2);
+        let early = pass(&w, &after.hold, since + HOLD_MS - 1);
+        assert_eq!(early.command, None, "the next move before its hold is over");
+        hold = early.hold;
+        now = since + HOLD_MS;
         assert!(moves <= 12, "rebalancing does not converge");
     }
     assert!(moves >= 4, "{moves} moves");

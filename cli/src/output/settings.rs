@@ -46,7 +46,7 @@ impl Render for SettingsReply {
             ("rebalance hold", format!("{} s", s.rebalance.hold_s)),
             (
                 "rebalance min gain",
-                format!("{} (percent points)", s.rebalance.min_gain_pct),
+                format!("{} % of the imbalance", s.rebalance.min_gain_pct),
             ),
         ])
     }

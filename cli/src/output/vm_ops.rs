@@ -86,7 +86,7 @@ impl Render for RebalancePlanReply {
         };
         if self.moves.is_empty() {
             return format!(
-                "balanced: every PVE cluster is within {}% or no move lowers its spread by {}%\n{automatic}",
+                "balanced: every PVE cluster is within {}% or no move lowers its spread by {}% of it\n{automatic}",
                 r.threshold_pct, r.min_gain_pct
             );
         }

@@ -188,7 +188,7 @@ fn maintenance_status_and_the_rebalance_plan_read_as_tables() {
             moves: vec![],
             settings: on
         }),
-        "balanced: every PVE cluster is within 10% or no move lowers its spread by 1%\n\
+        "balanced: every PVE cluster is within 10% or no move lowers its spread by 10% of it\n\
          automatic rebalancing is on: the leader makes these moves one at a time once a cluster \
          stayed over 10% for 300 s\n"
     );

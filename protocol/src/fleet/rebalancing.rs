@@ -21,7 +21,8 @@ pub struct Rebalancing {
     /// How long, in seconds, a cluster must stay out of balance before a guest is moved: a
     /// spike shorter than this moves nothing.
     pub hold_s: u32,
-    /// A move must lower the imbalance by at least this many percent points.
+    /// A move must lower the imbalance by at least this share of it, in percent (relative, as
+    /// PVE's auto-rebalance `margin`; 10: a tenth of the imbalance before the move).
     pub min_gain_pct: u32,
 }
 
@@ -31,7 +32,7 @@ impl Default for Rebalancing {
             enabled: false,
             threshold_pct: 10,
             hold_s: 300,
-            min_gain_pct: 1,
+            min_gain_pct: 10,
         }
     }
 }
