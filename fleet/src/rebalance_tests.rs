@@ -85,5 +85,8 @@ fn the_margin_is_a_share_of_the_imbalance_as_pves() {
     assert!(gains_enough(30.0, 27.0, 10.0));
     // The same 2 points out of 12 are enough.
     assert!(gains_enough(12.0, 10.0, 10.0));
-    assert!(!gains_enough(0.0, 0.0, 10.0), "nothing to gain on a balanced cluster");
+    assert!(
+        !gains_enough(0.0, 0.0, 10.0),
+        "nothing to gain on a balanced cluster"
+    );
 }

@@ -507,6 +507,7 @@ fn place(
 const FLEET: &str = r#"[fleet]
 coordinators = ["pve-a", "pve-b", "pve-c"]
 clients = 3
+boot_after_reset = "3s"
 
 [[pve_cluster]]
 name = "chaos"

@@ -135,7 +135,10 @@ fn decide_one(
         actions.extend(riders.into_iter().map(|r| RecoveryAction::MoveWithGroup {
             vm: r,
             to: t.to,
-            message: format!("follows {vm}, relocated to {} after its starts failed", t.to_name),
+            message: format!(
+                "follows {vm}, relocated to {} after its starts failed",
+                t.to_name
+            ),
         }));
         return Some(Ok(actions));
     }

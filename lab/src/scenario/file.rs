@@ -82,6 +82,8 @@ pub(crate) struct RawFleet {
     pub(crate) lease: Option<String>,
     #[serde(default)]
     pub(crate) clients: Option<u32>,
+    #[serde(default)]
+    pub(crate) boot_after_reset: Option<String>,
 }
 
 /// `[[pve_cluster]]`.

@@ -28,6 +28,9 @@ pub struct Scenario {
     /// Clients writing during the run (`[fleet] clients`): register writes and reads, address
     /// allocations, their history checked for linearizability at the end.
     pub clients: u32,
+    /// How long a host whose guard reset it takes to boot before its agent runs again
+    /// (`[fleet] boot_after_reset`); `None`: it stays down until an event starts its agent.
+    pub boot_after_reset: Option<Duration>,
     /// The simulated PVE clusters.
     pub pve_clusters: Vec<PveClusterDef>,
     /// The hosts, in file order (host `i` has the address `127.0.1.(i+1)`).

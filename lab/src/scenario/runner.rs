@@ -43,8 +43,6 @@ use crate::sim_control::SimControl;
 
 /// The sampler's per-call timeout (a silent fleet must not stall the samples).
 const SAMPLE_CALL_TIMEOUT: Duration = Duration::from_millis(800);
-/// How long a host whose guard reset it takes to boot before its agent runs again.
-const BOOT_DELAY: Duration = Duration::from_secs(3);
 /// The hard limit of the whole bring-up (every step has its own wait within it).
 const BRING_UP_LIMIT: Duration = Duration::from_secs(300);
 /// How a run is made.
@@ -446,7 +444,9 @@ async fn play(
                     for i in stage.lab.exited_agents() {
                         if let Some(host) = stage.lab.agents().get(i).map(|a| a.host.clone()) {
                             disturbance.played(sample.t_ms, &Action::KillAgent(Target::Host(host.clone())), Some(&host), None);
-                            boots.push((Instant::now() + BOOT_DELAY, i, host));
+                            if let Some(delay) = scenario.boot_after_reset {
+                                boots.push((Instant::now() + delay, i, host));
+                            }
                         }
                     }
                     stage.lab.forget_exited();

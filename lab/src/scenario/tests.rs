@@ -166,7 +166,31 @@ fn errors_name_the_entry_and_the_key() {
         ),
         (
             "[[expect]]\nvm = \"web-1\"\nhost = \"pve-a\"\nphase = \"running\"",
-            "expect[0]: names exactly one of vm, host or event_contains",
+            "expect[0]: names exactly one of vm, host, event_contains, leader (or leader_not) or vip",
+        ),
+        (
+            "[[expect]]\nvip = \"nope\"\nheld = true",
+            "expect[0].vip: no [[vip]] named \"nope\"",
+        ),
+        (
+            "[[expect]]\nvm = \"web-1\"\npve = \"running\"\nduring = \"always\"",
+            "expect[0].during: \"always\": expected \"once\", \"throughout\" or \"never\"",
+        ),
+        (
+            "[[expect]]\nevent_contains = \"x\"\ncount_min = 3\ncount_max = 2",
+            "expect[0].count_max: 2 is below count_min",
+        ),
+        (
+            "[[event]]\nat = \"5s\"\naction = \"power-off\"\nhost = \"pve-a\"\nrefusal = \"allowed\"",
+            "event[0].refusal: action power-off is not an operator's call",
+        ),
+        (
+            "[[event]]\nat = \"5s\"\naction = \"cut-link\"\nhost = \"pve-a\"",
+            "event[0].peer: cut-link needs peer",
+        ),
+        (
+            "[[event]]\nat = \"5s\"\naction = \"lossy\"\nhost = \"pve-a\"\nloss = 0",
+            "event[0].loss: 0: a percentage, 1 to 100",
         ),
         (
             "[[expect]]\nvm = \"web-1\"\nphase = \"runing\"",

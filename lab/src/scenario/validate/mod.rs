@@ -91,6 +91,11 @@ pub(crate) fn scenario(raw: RawFile) -> Checked<Scenario> {
             );
         }
     };
+    let boot_after_reset = fleet_raw
+        .boot_after_reset
+        .as_deref()
+        .map(|t| time("fleet.boot_after_reset", t))
+        .transpose()?;
     let fleet = FleetSpecFile {
         pool: entries("pool", raw.pool)?,
         vmid_range: entries("vmid_range", raw.vmid_range)?,
@@ -154,6 +159,7 @@ pub(crate) fn scenario(raw: RawFile) -> Checked<Scenario> {
         lease_secs,
         coordinators,
         clients,
+        boot_after_reset,
         pve_clusters,
         hosts,
         fleet,
