@@ -19,7 +19,7 @@
 //! homes and the failed drains are replicated; the planner keeps nothing).
 
 use protocol::fleet::{HostState, MigrationPurpose, UnixMillis};
-use protocol::spec::DesiredState;
+use protocol::spec::{DesiredState, HaState};
 
 #[cfg(test)]
 #[path = "maintenance_tests.rs"]
@@ -128,7 +128,11 @@ pub fn plan(state: &FleetState, mut views: Vec<HostView>, now: UnixMillis) -> Ve
 /// (`next_state_stopped` has no maintenance branch; a service in `error` is left alone).
 /// Started later, it is moved by the next pass and started where it lands.
 pub fn stays(state: &FleetState, rec: &protocol::fleet::VmRecord) -> bool {
-    rec.spec.state == DesiredState::Stopped || state.ha_error(&rec.spec.name).is_some()
+    let ha_off = matches!(
+        state.ha_policy(rec).state,
+        Some(HaState::Stopped | HaState::Disabled)
+    );
+    rec.spec.state == DesiredState::Stopped || ha_off || state.ha_error(&rec.spec.name).is_some()
 }
 
 /// The guests still on host `id` (in maintenance) with why each stays, for people: moving,
