@@ -59,6 +59,14 @@ pub(crate) async fn bring_up(
             .map(host_address)
             .ok_or_else(|| ScenarioError::invalid("fleet.coordinators", format!("no host {host}")))
     };
+    if scenario.steps_clocks() && !std::path::Path::new(super::stage::FAKETIME_LIB).exists() {
+        return Err(ScenarioError::Start {
+            source: LabError::NoSuchPart(format!(
+                "clock-step needs libfaketime ({} is missing: apt-get install libfaketime)",
+                super::stage::FAKETIME_LIB
+            )),
+        });
+    }
     for (i, host) in scenario.coordinators.iter().enumerate() {
         let at = MemberAt {
             netns: None,
@@ -121,6 +129,24 @@ pub(crate) async fn bring_up(
         opts.memory_gib = h.memory_gib;
         opts.labels = h.labels.clone();
         opts.pve_cluster = h.pve_cluster.clone();
+        if scenario.steps_clocks() {
+            // Its wall clock follows a file the `clock-step` events write; its monotonic
+            // clocks (leases, timers) are left alone, as a real clock step leaves them.
+            let file = super::stage::clock_file(lab.root(), &h.name);
+            let write = |source| LabError::Write {
+                path: file.clone(),
+                source,
+            };
+            if let Some(dir) = file.parent() {
+                std::fs::create_dir_all(dir).map_err(write)?;
+            }
+            std::fs::write(&file, "+0s\n").map_err(write)?;
+            opts = opts
+                .with_agent_env("LD_PRELOAD", super::stage::FAKETIME_LIB)
+                .with_agent_env("FAKETIME_TIMESTAMP_FILE", &file.display().to_string())
+                .with_agent_env("FAKETIME_CACHE_DURATION", "1")
+                .with_agent_env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        }
         let i = lab.add_agent(&opts, &token).await?;
         observer.narrate(&format!(
             "agent {} (host id {}) from {}",

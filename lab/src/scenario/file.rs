@@ -145,6 +145,8 @@ pub(crate) struct RawEvent {
     pub(crate) loss: Option<u8>,
     #[serde(default)]
     pub(crate) refusal: Option<String>,
+    #[serde(default)]
+    pub(crate) by: Option<String>,
 }
 
 /// `[[expect]]`: every key any expectation takes.

@@ -158,6 +158,9 @@ pub enum Action {
     FreezeAgent(Target),
     /// SIGCONT of the host's agent.
     ThawAgent(Target),
+    /// The wall clock of the host's agent steps by this many seconds (negative: back); its
+    /// monotonic clock runs on (libfaketime in the agent's process).
+    ClockStep(Target, i64),
     /// SIGKILL of the coordinator member on the host.
     KillCoordinator(Target),
     /// The coordinator member on the host runs again.
@@ -259,6 +262,7 @@ impl Action {
             Action::Shutdown(..) => "shutdown",
             Action::FreezeAgent(_) => "freeze-agent",
             Action::ThawAgent(_) => "thaw-agent",
+            Action::ClockStep(..) => "clock-step",
             Action::KillCoordinator(_) => "kill-coordinator",
             Action::RestartCoordinator(_) => "restart-coordinator",
             Action::StopCoordinator(_) => "stop-coordinator",
@@ -295,6 +299,7 @@ impl Action {
             | Action::Shutdown(t, _)
             | Action::FreezeAgent(t)
             | Action::ThawAgent(t)
+            | Action::ClockStep(t, _)
             | Action::KillCoordinator(t)
             | Action::RestartCoordinator(t)
             | Action::MaintenanceEnable(t)
@@ -365,6 +370,7 @@ impl Action {
             Action::Shutdown(t, kind) => format!("shutdown {} ({})", target(t), kind.describe()),
             Action::CutLink(a, b) => format!("cut-link {} - {b}", target(a)),
             Action::Lossy(t, pct) => format!("lossy {} ({pct} % loss)", target(t)),
+            Action::ClockStep(t, secs) => format!("clock-step {} ({secs:+} s)", target(t)),
             other => match other.target() {
                 Some(t) => format!("{} {}", other.name(), target(t)),
                 None => other.name().to_string(),
@@ -615,6 +621,13 @@ impl Scenario {
                     | Action::Heal(_)
             )
         })
+    }
+
+    /// Whether an event steps a host's clock (every agent then runs under libfaketime).
+    pub fn steps_clocks(&self) -> bool {
+        self.events
+            .iter()
+            .any(|e| matches!(e.action, Action::ClockStep(..)))
     }
 
     /// The names of its VMs.

@@ -325,6 +325,7 @@ async fn play(
             .collect::<BTreeMap<String, SimControl>>(),
         pve_ha: BTreeMap::new(),
         event_hosts: BTreeMap::new(),
+        clock_offsets: BTreeMap::new(),
     };
     let stopped_at_start: BTreeSet<String> = scenario
         .fleet

@@ -49,6 +49,16 @@ pub struct Stage<'a> {
     pub pve_ha: BTreeMap<String, Vec<(u32, String)>>,
     /// The host each played event acted on.
     pub event_hosts: BTreeMap<usize, String>,
+    /// Each host's wall-clock offset so far, in seconds (`clock-step`).
+    pub clock_offsets: BTreeMap<String, i64>,
+}
+
+/// libfaketime in Debian's `libfaketime` (the multithreaded one).
+pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+
+/// The file holding host `host`'s wall-clock offset for libfaketime (re-read every second).
+pub fn clock_file(root: &std::path::Path, host: &str) -> std::path::PathBuf {
+    root.join("clock").join(format!("{host}.rc"))
 }
 
 /// What an event acted on.
@@ -167,6 +177,14 @@ impl Stage<'_> {
                     // host has booted again, and systemd starts the agent.
                     self.lab.start_agent(i).await.map_err(|e| e.to_string())?;
                 }
+            }
+            Action::ClockStep(_, secs) => {
+                let h = on();
+                let offset = self.clock_offsets.entry(h.clone()).or_default();
+                *offset += secs;
+                let path = clock_file(self.lab.root(), &h);
+                std::fs::write(&path, format!("{:+}s\n", *offset))
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
             }
             Action::KillCoordinator(_) => {
                 let i = self.member(&on())?;

@@ -90,6 +90,7 @@ scenarios! {
     lock_create_start => "lock-create-start",
     leader_stop => "leader-stop",
     one_way_partition => "one-way-partition",
+    clock_step => "clock-step",
 }
 
 #[test]

@@ -85,6 +85,7 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
         "heal" => &["host"],
         "cut-link" => &["host", "peer"],
         "lossy" => &["host", "loss"],
+        "clock-step" => &["host", "by"],
         "shutdown" => &["host", "state"],
         "fail-start" | "fail-migrate" => &["vm", "count"],
         "vm-migrate" => &["vm", "host"],
@@ -97,7 +98,7 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
 
 const ACTIONS: &str = "power-off, power-on, reset, shutdown, partition, partition-in, \
      partition-out, cut-link, lossy, heal, kill-agent, restart-agent, stop-agent, freeze-agent, \
-     thaw-agent, kill-coordinator, restart-coordinator, stop-coordinator, \
+     thaw-agent, clock-step, kill-coordinator, restart-coordinator, stop-coordinator, \
      fail-start, fail-migrate, lock, unlock, pve-ha, vm-start, vm-stop, vm-ha, vm-apply, vm-delete, \
      vm-migrate, maintenance-enable, maintenance-disable";
 
@@ -124,6 +125,7 @@ pub(super) fn event(
         ("state", e.state.is_some()),
         ("peer", e.peer.is_some()),
         ("loss", e.loss.is_some()),
+        ("by", e.by.is_some()),
     ];
     for (key, present) in given {
         if present && !allowed.contains(&key) {
@@ -205,6 +207,26 @@ pub(super) fn event(
             Some(pct) => return invalid(at("loss"), format!("{pct}: a percentage, 1 to 100")),
             None => return invalid(at("loss"), "lossy needs loss = PERCENT (1 to 100)"),
         },
+        "clock-step" => {
+            let Some(text) = e.by.as_deref() else {
+                return invalid(
+                    at("by"),
+                    "clock-step needs by = \"30s\" (or \"-30s\": back)",
+                );
+            };
+            let (sign, magnitude) = match text.trim().strip_prefix('-') {
+                Some(rest) => (-1, rest),
+                None => (1, text.trim().trim_start_matches('+')),
+            };
+            let d = time(&at("by"), magnitude)?;
+            if d.subsec_millis() != 0 || d.as_secs() == 0 || d.as_secs() > 3600 {
+                return invalid(
+                    at("by"),
+                    format!("{text:?}: whole seconds, 1 s to 1 h, either way"),
+                );
+            }
+            Action::ClockStep(host()?, sign * i64::try_from(d.as_secs()).unwrap_or(0))
+        }
         "heal" => Action::Heal(optional_host()?),
         "kill-agent" => Action::KillAgent(host()?),
         "restart-agent" => Action::RestartAgent(host()?),
