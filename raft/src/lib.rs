@@ -1,6 +1,6 @@
 //! openraft 0.9 building blocks for the pvefleet coordinators: the type configuration, the
-//! replicated [`Machine`] trait, a sled store (log, vote, snapshots) with openraft's durability
-//! contract, the recommended [`config::default_config`], and the Raft network over `transport`.
+//! replicated [`Machine`] trait, a store (log and vote in an fsynced journal, snapshots in sled)
+//! with openraft's durability contract, the recommended [`config::default_config`], and the Raft network over `transport`.
 
 pub mod config;
 pub mod error;
