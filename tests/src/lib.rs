@@ -17,6 +17,7 @@ pub mod browser;
 pub mod coord_cluster;
 pub mod dashboard_http;
 pub mod demo_process;
+pub mod doc_links;
 pub mod fleet;
 pub mod golden;
 pub mod https_sim;
