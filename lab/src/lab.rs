@@ -767,17 +767,15 @@ impl Lab {
     /// # Errors
     /// [`LabError::NoSuchPart`] if it runs already, else what the start failed on.
     pub async fn start_agent(&mut self, i: usize) -> Result<(), LabError> {
-        if self.runs(Part::Agent(i)) {
-            return Err(LabError::NoSuchPart(format!("agent {i} runs already")));
-        }
-        let program = self.options.binaries.path(AGENT)?;
-        let (stderr, filter) = (self.options.stderr, self.options.log_filter.clone());
+        self.spawn_agent(i)?;
         let agent = self
             .agents
             .get_mut(i)
             .ok_or_else(|| LabError::NoSuchPart(format!("no agent {i}")))?;
-        let (what, run) = agent_run(&program, agent, &filter);
-        let (process, line) = Process::start(&what, run, &agent.log, stderr, READY_WAIT).await?;
+        let Some(mut process) = agent.process.take() else {
+            return Err(LabError::NoSuchPart(format!("agent {i} did not start")));
+        };
+        let line = process.ready_line(READY_WAIT).await?;
         agent_ready(agent, process, &line)
     }
 
