@@ -4,7 +4,7 @@ CARGO ?= cargo
 PYENV := target/pyenv
 PYTHON := $(PYENV)/bin/python
 
-.PHONY: verify fmt clippy doc test deny pyenv faketime browser-deps demo bench chaos clean-pyenv package-test deb lint-deb golden upgrade-test
+.PHONY: verify fmt clippy doc test deny pyenv faketime disk-fault browser-deps demo bench chaos clean-pyenv package-test deb lint-deb golden upgrade-test
 
 verify: fmt clippy doc pyenv test package-test deny
 
@@ -35,7 +35,12 @@ faketime:
 browser-deps:
 	@command -v chromedriver >/dev/null || apt-get install -y --no-install-recommends chromium chromium-driver
 
-test: pyenv faketime browser-deps
+# The disk-fault library the scenario runner preloads into members (disk-fault/): a cdylib,
+# which test builds do not make.
+disk-fault:
+	$(CARGO) build --locked -p pvefleet-disk-fault
+
+test: pyenv faketime browser-deps disk-fault
 	@if command -v cargo-nextest >/dev/null 2>&1; then \
 		PVEFLEET_PYTHON=$(CURDIR)/$(PYTHON) $(CARGO) nextest run --workspace --locked --no-fail-fast \
 			-E 'not binary(packaging) and not binary(rolling_upgrade)'; \
@@ -133,7 +138,7 @@ bench:
 # kept in target/chaos/. Not part of verify: its 150 s smoke is (tests/tests/it/chaos.rs).
 CHAOS_DURATION ?= 60m
 CHAOS_SEED ?= $(shell date +%s)
-chaos:
+chaos: faketime disk-fault
 	$(CARGO) build --locked --bins
 	mkdir -p target/chaos
 	target/debug/pvefleet sim chaos --seed $(CHAOS_SEED) --duration $(CHAOS_DURATION) \

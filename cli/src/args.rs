@@ -122,7 +122,8 @@ pub enum SimCommand {
     Run(SimRunArgs),
     /// A seeded chaos campaign: random faults drawn from SEED (partitions, one-way and
     /// flapping cuts, link cuts, packet loss, agent and member kills, stops and freezes,
-    /// power-offs and resets, PVE task failures and locks, moves, drains) on a five-host
+    /// power-offs and resets, clock steps, slow and failing member disks, PVE task failures
+    /// and locks, moves, drains) on a five-host
     /// fleet while clients write, every invariant checked on every sample and the client
     /// history checked for linearizability. The same seed and duration replay the same
     /// faults. Exit as `sim run`. docs/chaos.md.

@@ -17,6 +17,9 @@ pub const CLI: &str = "pvefleet";
 pub const PVE_SIM: &str = "pve-sim";
 /// The simulator's `pvesh` stand-in.
 pub const PVESH_SIM: &str = "pvesh-sim";
+/// The disk-fault library a member runs under for the scenario runner's disk faults
+/// (`LD_PRELOAD`; the `pvefleet-disk-fault` crate).
+pub const DISK_FAULT_LIB: &str = "libpvefleet_disk_fault.so";
 
 /// The directory holding the programs the lab runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

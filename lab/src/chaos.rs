@@ -72,11 +72,20 @@ pub enum Kind {
     Migrate,
     /// A host in maintenance (its guests drained), then out of it.
     Maintenance,
+    /// A host's wall clock steps 30 s to 4 min ahead or back (its agent's and member's), then
+    /// back to where it was.
+    ClockStep,
+    /// Every journal sync of a coordinator member (a named one, or the leader's) takes 0.1 to
+    /// 1.5 s longer, then the disk is fine again.
+    SlowDisk,
+    /// Every journal sync of a coordinator member (a named one, or the leader's) fails: the
+    /// member stops at its next write; the disk is fine again later and the member started.
+    FailingDisk,
 }
 
 impl Kind {
     /// Every kind with its weight (how often it is drawn).
-    pub const WEIGHTS: [(Kind, u32); 16] = [
+    pub const WEIGHTS: [(Kind, u32); 19] = [
         (Kind::Partition, 8),
         (Kind::OneWayPartition, 6),
         (Kind::Flapping, 4),
@@ -93,6 +102,9 @@ impl Kind {
         (Kind::Lock, 3),
         (Kind::Migrate, 5),
         (Kind::Maintenance, 3),
+        (Kind::ClockStep, 4),
+        (Kind::SlowDisk, 3),
+        (Kind::FailingDisk, 3),
     ];
 
     /// Its name in the figures.
@@ -114,6 +126,9 @@ impl Kind {
             Kind::Lock => "PVE lock",
             Kind::Migrate => "operator move",
             Kind::Maintenance => "maintenance drain",
+            Kind::ClockStep => "clock step",
+            Kind::SlowDisk => "slow member disk",
+            Kind::FailingDisk => "failing member disk",
         }
     }
 
@@ -124,6 +139,9 @@ impl Kind {
             self,
             Kind::MemberKill
                 | Kind::MemberStop
+                | Kind::SlowDisk
+                | Kind::FailingDisk
+                | Kind::ClockStep
                 | Kind::StartFailure
                 | Kind::MigrationFailure
                 | Kind::Lock
@@ -173,6 +191,8 @@ struct Busy {
     member_until: u64,
     /// VM → when its fault ends.
     vms: BTreeMap<&'static str, u64>,
+    /// Host → when its clock is back.
+    clocks: BTreeMap<&'static str, u64>,
 }
 
 impl Busy {
@@ -382,15 +402,25 @@ fn place(
             out.push(on_host(at, "kill-agent", h));
             out.push(on_host(until, "restart-agent", h));
         }
-        Kind::MemberKill | Kind::MemberStop => {
+        Kind::MemberKill | Kind::MemberStop | Kind::SlowDisk | Kind::FailingDisk => {
             if !member_free {
                 return None;
             }
-            let leader = k == Kind::MemberKill && rng.random_bool(0.5);
-            let action = if k == Kind::MemberKill {
-                "kill-coordinator"
-            } else {
-                "stop-coordinator"
+            let leader = k != Kind::MemberStop && rng.random_bool(0.5);
+            let delay = format!("{}ms", rng.random_range(100..=1_500u32));
+            let (start, end): (Vec<(&'static str, &str)>, &str) = match k {
+                Kind::MemberKill => (vec![("action", "kill-coordinator")], "restart-coordinator"),
+                Kind::MemberStop => (vec![("action", "stop-coordinator")], "restart-coordinator"),
+                Kind::SlowDisk => (
+                    vec![("action", "slow-disk"), ("delay", &delay)],
+                    "heal-disk",
+                ),
+                _ => (vec![("action", "fail-disk")], "heal-disk"),
+            };
+            let on = |h: &'static str| {
+                let mut keys = start.clone();
+                keys.insert(1, ("host", h));
+                keys
             };
             if leader {
                 // Its host is known only when played: no other member may be down then.
@@ -398,9 +428,9 @@ fn place(
                     return None;
                 }
                 busy.member_until = until;
-                out.push(on_host(at, action, "@leader"));
-                // Its host: the one the kill acted on (`@event[N]`, filled in file order).
-                out.push(step(until, &[("action", "restart-coordinator")]));
+                out.push(step(at, &on("@leader")));
+                // Its host: the one the fault acted on (`@event[N]`, filled in file order).
+                out.push(step(until, &[("action", end)]));
                 refers.push((1, 0));
             } else {
                 let members: Vec<&'static str> = HOSTS[..MEMBERS]
@@ -410,9 +440,28 @@ fn place(
                     .collect();
                 let h = *pick(rng, &members)?;
                 busy.member_until = until;
-                out.push(on_host(at, action, h));
-                out.push(on_host(until, "restart-coordinator", h));
+                out.push(step(at, &on(h)));
+                out.push(on_host(until, end, h));
             }
+        }
+        Kind::ClockStep => {
+            let free: Vec<&'static str> = HOSTS
+                .iter()
+                .copied()
+                .filter(|h| busy.clocks.get(h).is_none_or(|t| *t <= at))
+                .collect();
+            let h = *pick(rng, &free)?;
+            busy.clocks.insert(h, until);
+            let secs = rng.random_range(30..=240i64) * if rng.random_bool(0.5) { 1 } else { -1 };
+            let (there, back) = (format!("{secs}s"), format!("{}s", -secs));
+            out.push(step(
+                at,
+                &[("action", "clock-step"), ("host", h), ("by", &there)],
+            ));
+            out.push(step(
+                until,
+                &[("action", "clock-step"), ("host", h), ("by", &back)],
+            ));
         }
         Kind::PowerOff | Kind::Reset => {
             let h = *pick(rng, &host_candidates)?;
@@ -642,6 +691,21 @@ mod tests {
                 "seed {seed}"
             );
             assert_eq!(count("lock"), count("unlock"), "seed {seed}");
+            assert_eq!(
+                count("slow-disk") + count("fail-disk"),
+                count("heal-disk"),
+                "seed {seed}"
+            );
+            // Every clock is back where it was.
+            let mut clocks: BTreeMap<String, i64> = BTreeMap::new();
+            for x in s.steps.iter().filter(|x| x.keys[0].1 == "clock-step") {
+                let key = |k: &str| x.keys.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
+                let by: i64 = key("by")
+                    .and_then(|b| b.trim_end_matches('s').parse().ok())
+                    .unwrap_or(0);
+                *clocks.entry(key("host").unwrap_or_default()).or_default() += by;
+            }
+            assert!(clocks.values().all(|o| *o == 0), "seed {seed}: {clocks:?}");
         }
     }
 
@@ -663,8 +727,10 @@ mod tests {
                     .as_deref()
                     .is_some_and(|h| HOSTS[..MEMBERS].contains(&h));
                 match action {
-                    "kill-coordinator" | "stop-coordinator" => members_out += 1,
-                    "restart-coordinator" => members_out -= 1,
+                    "kill-coordinator" | "stop-coordinator" | "slow-disk" | "fail-disk" => {
+                        members_out += 1
+                    }
+                    "restart-coordinator" | "heal-disk" => members_out -= 1,
                     "partition" | "partition-in" | "partition-out" | "lossy" | "power-off"
                     | "freeze-agent" | "kill-agent" => {
                         *out_hosts

@@ -102,6 +102,9 @@ pub struct MemberAt {
     pub netns: Option<String>,
     /// Its QUIC address (an address of its namespace); `None`: a free port on 127.0.0.1.
     pub listen: Option<SocketAddr>,
+    /// Environment variables of its process, at every start (the scenario runner's
+    /// `LD_PRELOAD` libraries for clock steps and disk faults).
+    pub env: Vec<(String, String)>,
 }
 
 impl MemberAt {
@@ -138,6 +141,8 @@ pub struct Member {
     pub log: PathBuf,
     /// The network namespace it runs in (`None`: the lab's own).
     pub netns: Option<String>,
+    /// Environment variables of its process, at every start.
+    pub env: Vec<(String, String)>,
     process: Option<Process>,
 }
 
@@ -425,7 +430,7 @@ impl Lab {
             &self.options.cluster_id,
         ]);
         run_step("pvefleet-coordinator init", init).await?;
-        self.add_member(1, dir, listen, at.netns).await?;
+        self.add_member(1, dir, listen, at).await?;
         self.write_cli_config()
     }
 
@@ -469,7 +474,7 @@ impl Lab {
         let mut join = join_command_in(at.netns.as_deref(), &program, via, &dir);
         join.args(["--listen", &listen.to_string()]);
         run_join(&format!("coordinator {n} join"), join, token).await?;
-        self.add_member(n, dir, listen, at.netns).await?;
+        self.add_member(n, dir, listen, at).await?;
         self.write_cli_config()?;
         Ok(self.members.len() - 1)
     }
@@ -496,7 +501,7 @@ impl Lab {
         n: u32,
         dir: PathBuf,
         listen: SocketAddr,
-        netns: Option<String>,
+        at: MemberAt,
     ) -> Result<(), LabError> {
         self.members.push(Member {
             n,
@@ -506,7 +511,8 @@ impl Lab {
             http: None,
             dashboard: None,
             log: self.layout.coordinator_log(n),
-            netns,
+            netns: at.netns,
+            env: at.env,
             process: None,
         });
         self.start_member(self.members.len() - 1).await
@@ -542,7 +548,8 @@ impl Lab {
             .arg(&member.dir)
             .args(["--http", "127.0.0.1:0"])
             .args(&args)
-            .env("RUST_LOG", filter);
+            .env("RUST_LOG", filter)
+            .envs(member.env.iter().map(|(k, v)| (k, v)));
         let what = format!("coordinator {}", member.n);
         let (process, line) = Process::start(&what, run, &member.log, stderr, READY_WAIT).await?;
         let ready: MemberReady = parse_ready(&process, &line)?;

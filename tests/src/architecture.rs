@@ -20,6 +20,8 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("daemon", &[]),
     ("pve", &[]),
     ("pve-sim", &[]),
+    // Loaded with LD_PRELOAD into a lab's member, never linked: nothing may depend on it.
+    ("disk-fault", &[]),
     (
         "node-agent",
         &[

@@ -122,6 +122,7 @@ impl VipBed {
         MemberAt {
             netns: Some(host.netns.name().to_string()),
             listen: Some(SocketAddr::from((host.address, self.opts.member_port))),
+            env: Vec::new(),
         }
     }
 

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use super::error::ScenarioError;
 use super::model::Scenario;
 use super::observer::Observer;
+use super::preload::Preload;
 use super::sampler::SimSource;
 use crate::error::LabError;
 use crate::host::{HostOptions, PveAccess};
@@ -59,18 +60,16 @@ pub(crate) async fn bring_up(
             .map(host_address)
             .ok_or_else(|| ScenarioError::invalid("fleet.coordinators", format!("no host {host}")))
     };
-    if scenario.steps_clocks() && !std::path::Path::new(super::stage::FAKETIME_LIB).exists() {
-        return Err(ScenarioError::Start {
-            source: LabError::NoSuchPart(format!(
-                "clock-step needs libfaketime ({} is missing: apt-get install libfaketime)",
-                super::stage::FAKETIME_LIB
-            )),
-        });
+    let preload = Preload::for_scenario(scenario, lab.root(), lab.binaries())?;
+    for h in &scenario.hosts {
+        preload.prepare(&h.name)?;
     }
     for (i, host) in scenario.coordinators.iter().enumerate() {
+        let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
         let at = MemberAt {
             netns: None,
             listen: Some(member_address(address(host)?)?),
+            env: preload.member_env(host, &lab.layout().coordinator_dir(n)),
         };
         if i == 0 {
             lab.found_at(at).await?;
@@ -129,23 +128,8 @@ pub(crate) async fn bring_up(
         opts.memory_gib = h.memory_gib;
         opts.labels = h.labels.clone();
         opts.pve_cluster = h.pve_cluster.clone();
-        if scenario.steps_clocks() {
-            // Its wall clock follows a file the `clock-step` events write; its monotonic
-            // clocks (leases, timers) are left alone, as a real clock step leaves them.
-            let file = super::stage::clock_file(lab.root(), &h.name);
-            let write = |source| LabError::Write {
-                path: file.clone(),
-                source,
-            };
-            if let Some(dir) = file.parent() {
-                std::fs::create_dir_all(dir).map_err(write)?;
-            }
-            std::fs::write(&file, "+0s\n").map_err(write)?;
-            opts = opts
-                .with_agent_env("LD_PRELOAD", super::stage::FAKETIME_LIB)
-                .with_agent_env("FAKETIME_TIMESTAMP_FILE", &file.display().to_string())
-                .with_agent_env("FAKETIME_CACHE_DURATION", "1")
-                .with_agent_env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        for (key, value) in preload.agent_env(&h.name) {
+            opts = opts.with_agent_env(&key, &value);
         }
         let i = lab.add_agent(&opts, &token).await?;
         observer.narrate(&format!(

@@ -147,6 +147,8 @@ pub(crate) struct RawEvent {
     pub(crate) refusal: Option<String>,
     #[serde(default)]
     pub(crate) by: Option<String>,
+    #[serde(default)]
+    pub(crate) delay: Option<String>,
 }
 
 /// `[[expect]]`: every key any expectation takes.

@@ -31,6 +31,7 @@ pub mod model;
 pub mod observer;
 pub mod outcome;
 pub mod played;
+pub mod preload;
 pub mod read;
 pub mod report;
 pub mod runner;

@@ -161,6 +161,15 @@ pub enum Action {
     /// The wall clock of the host's agent steps by this many seconds (negative: back); its
     /// monotonic clock runs on (libfaketime in the agent's process).
     ClockStep(Target, i64),
+    /// Every sync of the journal of the coordinator member on the host takes this many
+    /// milliseconds longer (a dying disk; the disk-fault library in the member's process).
+    SlowDisk(Target, u32),
+    /// Every sync of the journal of the coordinator member on the host fails with `EIO`: the
+    /// member stops at its next write, as it must rather than run on a store it cannot trust.
+    FailDisk(Target),
+    /// The member's disk is fine again; the member, if it is not running (its failing disk
+    /// stopped it), is started again, as systemd's `Restart=on-failure` starts it.
+    HealDisk(Target),
     /// SIGKILL of the coordinator member on the host.
     KillCoordinator(Target),
     /// The coordinator member on the host runs again.
@@ -263,6 +272,9 @@ impl Action {
             Action::FreezeAgent(_) => "freeze-agent",
             Action::ThawAgent(_) => "thaw-agent",
             Action::ClockStep(..) => "clock-step",
+            Action::SlowDisk(..) => "slow-disk",
+            Action::FailDisk(_) => "fail-disk",
+            Action::HealDisk(_) => "heal-disk",
             Action::KillCoordinator(_) => "kill-coordinator",
             Action::RestartCoordinator(_) => "restart-coordinator",
             Action::StopCoordinator(_) => "stop-coordinator",
@@ -300,6 +312,9 @@ impl Action {
             | Action::FreezeAgent(t)
             | Action::ThawAgent(t)
             | Action::ClockStep(t, _)
+            | Action::SlowDisk(t, _)
+            | Action::FailDisk(t)
+            | Action::HealDisk(t)
             | Action::KillCoordinator(t)
             | Action::RestartCoordinator(t)
             | Action::MaintenanceEnable(t)
@@ -371,6 +386,7 @@ impl Action {
             Action::CutLink(a, b) => format!("cut-link {} - {b}", target(a)),
             Action::Lossy(t, pct) => format!("lossy {} ({pct} % loss)", target(t)),
             Action::ClockStep(t, secs) => format!("clock-step {} ({secs:+} s)", target(t)),
+            Action::SlowDisk(t, ms) => format!("slow-disk {} (+{ms} ms per sync)", target(t)),
             other => match other.target() {
                 Some(t) => format!("{} {}", other.name(), target(t)),
                 None => other.name().to_string(),
@@ -621,13 +637,6 @@ impl Scenario {
                     | Action::Heal(_)
             )
         })
-    }
-
-    /// Whether an event steps a host's clock (every agent then runs under libfaketime).
-    pub fn steps_clocks(&self) -> bool {
-        self.events
-            .iter()
-            .any(|e| matches!(e.action, Action::ClockStep(..)))
     }
 
     /// The names of its VMs.

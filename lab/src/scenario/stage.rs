@@ -17,6 +17,7 @@ use protocol::spec::{DesiredState, HaState};
 use tokio::sync::watch;
 
 use super::model::{Action, Scenario, Target};
+use super::preload::{clock_file, disk_file, write};
 use crate::lab::{Lab, Part};
 use crate::partition::{Partitions, host_address};
 use crate::sim_control::SimControl;
@@ -51,14 +52,6 @@ pub struct Stage<'a> {
     pub event_hosts: BTreeMap<usize, String>,
     /// Each host's wall-clock offset so far, in seconds (`clock-step`).
     pub clock_offsets: BTreeMap<String, i64>,
-}
-
-/// libfaketime in Debian's `libfaketime` (the multithreaded one).
-pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
-
-/// The file holding host `host`'s wall-clock offset for libfaketime (re-read every second).
-pub fn clock_file(root: &std::path::Path, host: &str) -> std::path::PathBuf {
-    root.join("clock").join(format!("{host}.rc"))
 }
 
 /// What an event acted on.
@@ -182,9 +175,26 @@ impl Stage<'_> {
                 let h = on();
                 let offset = self.clock_offsets.entry(h.clone()).or_default();
                 *offset += secs;
-                let path = clock_file(self.lab.root(), &h);
-                std::fs::write(&path, format!("{:+}s\n", *offset))
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                write(
+                    &clock_file(self.lab.root(), &h),
+                    &format!("{:+}s\n", *offset),
+                )
+                .map_err(|e| e.to_string())?;
+            }
+            Action::SlowDisk(_, ms) => {
+                write(&disk_file(self.lab.root(), &on()), &format!("slow {ms}\n"))
+                    .map_err(|e| e.to_string())?;
+            }
+            Action::FailDisk(_) => {
+                write(&disk_file(self.lab.root(), &on()), "fail\n").map_err(|e| e.to_string())?;
+            }
+            Action::HealDisk(_) => {
+                let h = on();
+                write(&disk_file(self.lab.root(), &h), "ok\n").map_err(|e| e.to_string())?;
+                let i = self.member(&h)?;
+                if !self.lab.runs(Part::Member(i)) {
+                    self.lab.start_member(i).await.map_err(|e| e.to_string())?;
+                }
             }
             Action::KillCoordinator(_) => {
                 let i = self.member(&on())?;

@@ -11,6 +11,7 @@ mod client_errors;
 mod client_lifecycle;
 mod coordinator_cluster;
 mod dashboard;
+mod disk_fault;
 mod doc_links;
 mod doctor;
 mod examples;

@@ -20,8 +20,9 @@ fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios")
 }
 
-/// Runs `tests/scenarios/{name}.toml`; panics with the runner's report unless it passed.
-fn run(name: &str) {
+/// Runs `tests/scenarios/{name}.toml`; panics with the runner's report unless it passed,
+/// which it answers.
+fn run(name: &str) -> String {
     let cli = Binaries::beside_current_exe()
         .and_then(|b| b.path(CLI))
         .expect("the pvefleet binary");
@@ -39,6 +40,7 @@ fn run(name: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(report.contains("verdict: PASSED"), "{report}");
+    report.into_owned()
 }
 
 macro_rules! scenarios {
@@ -93,6 +95,20 @@ scenarios! {
     clock_step => "clock-step",
 }
 
+/// The scenarios whose test checks more than the verdict (in [`NAMES`] for the file check).
+const CHECKED_APART: &[&str] = &["member-disk"];
+
+/// The failing disk really stopped its member (the disk-fault library reached the journal's
+/// syncs), and the fleet noticed nothing.
+#[test]
+fn member_disk() {
+    let report = run("member-disk");
+    assert!(
+        report.contains("coordinator 3") && report.contains("exited"),
+        "pve-c's member (coordinator 3) never stopped on its failing disk:\n{report}"
+    );
+}
+
 #[test]
 fn every_scenario_file_has_a_test() {
     let mut files: Vec<String> = std::fs::read_dir(dir())
@@ -103,7 +119,11 @@ fn every_scenario_file_has_a_test() {
         })
         .collect();
     files.sort();
-    let mut named: Vec<String> = NAMES.iter().map(|s| (*s).to_string()).collect();
+    let mut named: Vec<String> = NAMES
+        .iter()
+        .chain(CHECKED_APART)
+        .map(|s| (*s).to_string())
+        .collect();
     named.sort();
     assert_eq!(
         files, named,

@@ -78,6 +78,8 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
         | "kill-coordinator"
         | "restart-coordinator"
         | "stop-coordinator"
+        | "fail-disk"
+        | "heal-disk"
         | "partition-in"
         | "partition-out"
         | "maintenance-enable"
@@ -86,6 +88,7 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
         "cut-link" => &["host", "peer"],
         "lossy" => &["host", "loss"],
         "clock-step" => &["host", "by"],
+        "slow-disk" => &["host", "delay"],
         "shutdown" => &["host", "state"],
         "fail-start" | "fail-migrate" => &["vm", "count"],
         "vm-migrate" => &["vm", "host"],
@@ -98,7 +101,7 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
 
 const ACTIONS: &str = "power-off, power-on, reset, shutdown, partition, partition-in, \
      partition-out, cut-link, lossy, heal, kill-agent, restart-agent, stop-agent, freeze-agent, \
-     thaw-agent, clock-step, kill-coordinator, restart-coordinator, stop-coordinator, \
+     thaw-agent, clock-step, slow-disk, fail-disk, heal-disk, kill-coordinator, restart-coordinator, stop-coordinator, \
      fail-start, fail-migrate, lock, unlock, pve-ha, vm-start, vm-stop, vm-ha, vm-apply, vm-delete, \
      vm-migrate, maintenance-enable, maintenance-disable";
 
@@ -126,6 +129,7 @@ pub(super) fn event(
         ("peer", e.peer.is_some()),
         ("loss", e.loss.is_some()),
         ("by", e.by.is_some()),
+        ("delay", e.delay.is_some()),
     ];
     for (key, present) in given {
         if present && !allowed.contains(&key) {
@@ -249,6 +253,19 @@ pub(super) fn event(
         "kill-coordinator" => Action::KillCoordinator(coordinator_host()?),
         "restart-coordinator" => Action::RestartCoordinator(coordinator_host()?),
         "stop-coordinator" => Action::StopCoordinator(coordinator_host()?),
+        "slow-disk" => {
+            let Some(text) = e.delay.as_deref() else {
+                return invalid(at("delay"), "slow-disk needs delay = \"500ms\" (per sync)");
+            };
+            let d = time(&at("delay"), text)?;
+            if d.is_zero() || d.as_secs() > 30 {
+                return invalid(at("delay"), format!("{text:?}: 1 ms to 30 s"));
+            }
+            let ms = u32::try_from(d.as_millis()).unwrap_or(30_000);
+            Action::SlowDisk(coordinator_host()?, ms)
+        }
+        "fail-disk" => Action::FailDisk(coordinator_host()?),
+        "heal-disk" => Action::HealDisk(coordinator_host()?),
         "fail-start" => {
             let count = match e.count {
                 Some(n) if n >= 1 => n,

@@ -353,9 +353,23 @@ fn header(number: u64, checkpoint: &Checkpoint) -> Record {
     }
 }
 
-/// Makes what was written to `file` durable (`fdatasync`), off the async threads.
+/// A sync slower than this is logged: every write of the cluster waits for the leader's.
+const SLOW_SYNC: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Makes what was written to `file` durable (`fdatasync`), off the async threads. A slow sync
+/// is logged as a warning: openraft waits for each of its appends to be durable before it goes
+/// on, so a member's slow disk slows every write it takes part in (a leader's, all of them).
 pub(crate) async fn make_durable(file: Arc<dyn DiskFile>) -> Result<(), RaftStoreError> {
+    let started = std::time::Instant::now();
     let synced = tokio::task::spawn_blocking(move || file.sync()).await;
+    let took = started.elapsed();
+    if took >= SLOW_SYNC {
+        tracing::warn!(
+            took_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+            "slow journal sync: the disk took {took:.1?} to make the Raft log durable; every \
+             write this member takes part in waits for it (check the disk: smartctl, iostat)"
+        );
+    }
     match synced {
         Ok(result) => result.map_err(io_error("sync the journal".into())),
         Err(e) => Err(RaftStoreError::Io {
