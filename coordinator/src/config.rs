@@ -114,7 +114,7 @@ impl RunConfig {
 }
 
 /// How long a lease granted to an agent lasts by default (docs/design/architecture.md, safety rule 3).
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+pub const DEFAULT_LEASE: Duration = Duration::from_millis(protocol::timing::HOST_LEASE_MS);
 /// How often the reconciler re-sends an Ensure for a VM that looks in order, by default.
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(30);
 /// How long an agent waits for guest-agent addresses after a start, by default, in seconds.
@@ -149,14 +149,17 @@ impl Default for ControlConfig {
 }
 
 impl ControlConfig {
-    /// The timing of the liveness decisions: this lease, unreachable after 3/10 of it (three
-    /// missed beats at the agents' default of one a second with the default 10 s lease), and
-    /// the default drift and margin (docs/design/fencing.md).
+    /// The timing of the liveness decisions: this lease, unreachable after the same share of
+    /// it as the defaults (three missed beats at the agents' default of one a second with the
+    /// default 10 s lease: `protocol::timing`), and the default drift and margin
+    /// (docs/design/fencing.md).
     pub fn liveness(&self) -> fleet::liveness::LivenessConfig {
+        use protocol::timing::{HOST_LEASE_MS, UNREACHABLE_AFTER_MS};
         let lease_ms = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
         fleet::liveness::LivenessConfig {
             lease_ms,
-            unreachable_after_ms: (lease_ms.saturating_mul(3) / 10).max(1),
+            unreachable_after_ms: (lease_ms.saturating_mul(UNREACHABLE_AFTER_MS) / HOST_LEASE_MS)
+                .max(1),
             ..fleet::liveness::LivenessConfig::DEFAULT
         }
     }
@@ -166,8 +169,13 @@ impl ControlConfig {
     /// 10 ms to 10 s.
     pub fn validate(&self) -> Result<(), String> {
         let bad = |reason: String| Err(reason);
-        if self.lease < Duration::from_secs(1) {
-            return bad(format!("the lease ({:?}) must be at least 1 s", self.lease));
+        let max = Duration::from_millis(protocol::timing::MAX_HOST_LEASE_MS);
+        if self.lease < Duration::from_secs(1) || self.lease > max {
+            return bad(format!(
+                "the lease ({:?}) must be 1 s to {} s (agents honour no longer lease)",
+                self.lease,
+                max.as_secs()
+            ));
         }
         if self.resync < self.lease {
             return bad(format!(

@@ -4,7 +4,8 @@
 //! leader killed between commit and reply leaves its client. `MARKER` is a file the dying member
 //! creates first, so the members of one cluster die there once between them (the client's
 //! retry on the next leader commits nothing new and must get its reply). Never armed in
-//! production: the flag is hidden and absent from every unit and configuration file.
+//! production: the module exists only in builds with the `fault-points` cargo feature (the
+//! tests crate turns it on; the Debian package's build does not).
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -14,6 +14,7 @@ pub mod config;
 mod control;
 pub mod dashboard;
 pub mod error;
+#[cfg(feature = "fault-points")]
 pub mod fault_point;
 mod forward;
 mod gate;

@@ -48,8 +48,8 @@ impl LivenessConfig {
     /// The defaults: a 10 s lease, unreachable after 3 missed one-second beats, 5 % drift and a
     /// 0.5 s margin (fenced 11 s after the last acknowledgement).
     pub const DEFAULT: LivenessConfig = LivenessConfig {
-        lease_ms: 10_000,
-        unreachable_after_ms: 3_000,
+        lease_ms: protocol::timing::HOST_LEASE_MS,
+        unreachable_after_ms: protocol::timing::UNREACHABLE_AFTER_MS,
         drift_permille: 50,
         margin_ms: 500,
     };

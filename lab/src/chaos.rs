@@ -1,4 +1,4 @@
-//! The seeded chaos campaign behind `pvefleet sim chaos --seed S --duration D` (issue 27 §3):
+//! The seeded chaos campaign behind `pvefleet sim chaos --seed S --duration D`:
 //! faults drawn at random from a seed, written as an ordinary scenario file and played by the
 //! scenario runner ([`crate::scenario`]), which checks its invariants on every sample while
 //! writing clients run beside the faults. Pure: the same seed and duration always give the

@@ -1,4 +1,4 @@
-//! Whether a concurrent client history is linearizable (issue 27 §3, the chaos campaign's
+//! Whether a concurrent client history is linearizable (the chaos campaign's
 //! checker): every operation appears to take effect at one instant between its call and its
 //! return, in an order a sequential model accepts. Wing and Gong's search with Lowe's
 //! memoization (the algorithm Porcupine and Knossos implement): linearize the first pending

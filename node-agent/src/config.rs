@@ -42,7 +42,7 @@ pub const DEFAULT_CONFIG_PATH: &str = "/etc/pvefleet/agent.toml";
 /// The default data directory.
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/pvefleet/agent";
 /// The default heartbeat interval, in milliseconds.
-pub const DEFAULT_HEARTBEAT_MS: u64 = 1000;
+pub const DEFAULT_HEARTBEAT_MS: u64 = protocol::timing::HEARTBEAT_MS;
 /// The default inventory collection interval, in milliseconds.
 pub const DEFAULT_INVENTORY_MS: u64 = 5000;
 /// The default HTTPS URL of the local PVE API.

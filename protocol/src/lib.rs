@@ -19,6 +19,7 @@ pub mod rpc;
 pub mod secret;
 pub mod spec;
 pub mod time;
+pub mod timing;
 pub mod version;
 
 pub use identity::{NodeId, Role};

@@ -1,6 +1,6 @@
 //! Benchmark (figures, not pass/fail): what clients without a certificate can make a
 //! coordinator hold. One `pvefleet-coordinator` process on loopback is attacked through its
-//! Join service, the way issue 11 did it, and its resident memory (`VmRSS` of
+//! Join service, as docs/design/join-surface.md tells, and its resident memory (`VmRSS` of
 //! `/proc/<pid>/status`, sampled every 50 ms, with the peak `VmHWM`) is printed before, during
 //! and after each attack, with how many joiner connections stayed open and how many admin calls
 //! of a member were answered meanwhile:

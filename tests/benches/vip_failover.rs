@@ -1,10 +1,10 @@
 //! Benchmark (figures, not pass/fail): VIP failover, pvefleet against keepalived 2.2.7, on the
-//! same machine in one run (issue 12 §3). The pvefleet VIP testbed (namespaces, a real fleet
+//! same machine in one run. The pvefleet VIP testbed (namespaces, a real fleet
 //! with its defaults) and keepalived on the same kind of namespace network (VRRPv2 with its
 //! defaults, then VRRPv3 with 0.1 s adverts) are each put through their faults round after
 //! round with a random phase; VRRP is dropped between the hosts to count split brains; and
 //! pvefleet runs without fault under a CPU hog to count spurious moves. Prints per fault the
-//! client's outage (min / median / max), every round, and a summary with issue 12's targets.
+//! client's outage (min / median / max), every round, and a summary with pvefleet's targets.
 //!
 //! Needs root (namespaces, nftables) and keepalived (`make bench` installs it); without root
 //! it says why and fails rather than skip. Progress goes to stderr, the figures to stdout.

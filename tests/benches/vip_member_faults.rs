@@ -1,5 +1,5 @@
 //! Benchmark (figures, not pass/fail): the outside check that found a VIP without a holder for
-//! 2.1 s to over 20 s (issue 27 §1), played on the VIP testbed. Round after round, the owner
+//! 2.1 s to over 20 s, played on the VIP testbed. Round after round, the owner
 //! on a host that runs no member: one coordinator member (not the leader) is restarted, then
 //! after a random 5–35 s another member that backs the owner is killed, the leader and the
 //! other member in turn, and restarted once one host holds the VIP again. Every other round

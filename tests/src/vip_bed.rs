@@ -1,4 +1,4 @@
-//! The VIP testbed (issue 12 §3): a fleet in network namespaces, launched by `lab`, holding one
+//! The VIP testbed: a fleet in network namespaces, launched by `lab`, holding one
 //! VIP for real, probed from a client and sampled on every host, while faults are played on
 //! the VIP's owner. Rule 5 of docs/design/vips.md is checked throughout: at no instant do two
 //! hosts answer for the VIP or hold it.

@@ -1,4 +1,4 @@
-//! The Debian package as an operator meets it (issue 5 §3), on both Debian releases PVE is
+//! The Debian package as an operator meets it, on both Debian releases PVE is
 //! built on: built and linted, installed with `dpkg -i` into a booted minimal Debian
 //! (debootstrap + systemd-nspawn), the coordinator initialised and started, the agent joined
 //! in simulation mode until its host is `online`, both units active and ready with their
@@ -158,6 +158,7 @@ fn build_debs(p: &mut Phases) -> Debs {
         first.display(),
         report.errors()
     );
+    p.run("no fault points", || no_fault_points(&first));
     let upgrade_version = format!("{}{UPGRADE_SUFFIX}", env!("CARGO_PKG_VERSION"));
     let upgrade = p.run("make deb (upgrade version)", || build_deb(&upgrade_version));
     let newer = std::process::Command::new("dpkg")
@@ -173,6 +174,29 @@ fn build_debs(p: &mut Phases) -> Debs {
         first_version,
         upgrade,
         upgrade_version,
+    }
+}
+
+/// The packaged coordinator was built without the `fault-points` feature: its hidden
+/// `--abort-after-commit` is nowhere in the binary (the tests' workspace build has it).
+fn no_fault_points(deb: &Path) {
+    let dir = tempfile::tempdir().expect("a directory");
+    let status = std::process::Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(deb)
+        .arg(dir.path())
+        .status()
+        .expect("dpkg-deb runs");
+    assert!(status.success(), "dpkg-deb -x {}", deb.display());
+    let bin = dir.path().join("usr/bin/pvefleet-coordinator");
+    let bytes = std::fs::read(&bin).expect("the packaged coordinator");
+    for needle in ["abort-after-commit", "fault point: aborting"] {
+        assert!(
+            !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+            "{} carries the fault point {needle:?}: the package must be built without the \
+             fault-points feature",
+            bin.display()
+        );
     }
 }
 

@@ -165,7 +165,9 @@ enum Cmd {
         #[arg(long, value_name = "DIR")]
         scenario_dir: Option<PathBuf>,
         /// Abort after committing a write of admin METHOD, before replying, once per
-        /// cluster (the first member to create MARKER dies there; tests only).
+        /// cluster (the first member to create MARKER dies there; tests only: builds with the
+        /// `fault-points` feature).
+        #[cfg(feature = "fault-points")]
         #[arg(long, hide = true, value_name = "METHOD=MARKER")]
         abort_after_commit: Option<coordinator::fault_point::AbortAfterCommit>,
         /// How often to check whether the node certificate is due for renewal (tests only).
@@ -403,6 +405,7 @@ async fn dispatch(cmd: Cmd, configured: &Configured) -> anyhow::Result<()> {
             snapshot_logs,
             dashboard,
             scenario_dir,
+            #[cfg(feature = "fault-points")]
             abort_after_commit,
             renew_check_secs,
             lease_secs,
@@ -410,6 +413,7 @@ async fn dispatch(cmd: Cmd, configured: &Configured) -> anyhow::Result<()> {
             ip_wait_secs,
             reconcile_tick_ms,
         } => {
+            #[cfg(feature = "fault-points")]
             if let Some(point) = abort_after_commit {
                 coordinator::fault_point::arm(point);
             }

@@ -318,6 +318,7 @@ fn write<R: Rpc + Clone>(
             async move {
                 let cmd = build(&r, Now::read().millis)?;
                 let committed = ctx.propose(&cmd).await?;
+                #[cfg(feature = "fault-points")]
                 crate::fault_point::after_commit(R::METHOD);
                 reply(&r, committed)
             }

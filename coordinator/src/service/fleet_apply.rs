@@ -75,6 +75,7 @@ impl Ctx {
     pub(crate) async fn fleet_apply(&self, r: &FleetApply) -> Result<FleetApplyReply, RemoteError> {
         let cmd = fleet_apply(r, Now::read().millis)?;
         let committed = self.propose(&cmd).await?;
+        #[cfg(feature = "fault-points")]
         crate::fault_point::after_commit(FleetApply::METHOD);
         self.control.wake();
         fleet_apply_reply(r, committed)

@@ -41,8 +41,8 @@ impl LeaseConfig {
     /// A lease of 400 ms renewed every 100 ms, 1 % drift, 50 ms margin: an owner that dies is
     /// replaced about half a second after its last renewal.
     pub const DEFAULT: LeaseConfig = LeaseConfig {
-        lease_ms: 400,
-        renew_every_ms: 100,
+        lease_ms: protocol::timing::VIP_LEASE_MS,
+        renew_every_ms: protocol::timing::VIP_RENEW_EVERY_MS,
         drift_ppm: 10_000,
         margin_ms: 50,
     };

@@ -9,9 +9,10 @@
 
 use std::time::{Duration, Instant};
 
-/// The longest lease honoured: a leader granting more is capped, which can only make the agent
-/// consider itself unleased earlier (the safe direction).
-pub const MAX_LEASE: Duration = Duration::from_secs(60);
+/// The longest lease honoured ([`protocol::timing::MAX_HOST_LEASE_MS`], which a coordinator
+/// refuses to configure beyond): a leader granting more is capped, which can only make the
+/// agent consider itself unleased earlier (the safe direction).
+pub const MAX_LEASE: Duration = Duration::from_millis(protocol::timing::MAX_HOST_LEASE_MS);
 
 /// One granted lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -65,12 +65,13 @@ pub struct KeeperConfig {
 }
 
 impl KeeperConfig {
-    /// The defaults, matching `fleet::vip::lease::LeaseConfig::DEFAULT` on the members.
+    /// The defaults: the lease and renewal pace the members assume
+    /// (`protocol::timing`, shared with `fleet::vip::lease::LeaseConfig::DEFAULT`).
     pub const DEFAULT: KeeperConfig = KeeperConfig {
-        renew_every: Duration::from_millis(100),
+        renew_every: Duration::from_millis(protocol::timing::VIP_RENEW_EVERY_MS),
         acquire_every: Duration::from_millis(20),
         idle_every: Duration::from_secs(1),
-        lease_ms: 400,
+        lease_ms: protocol::timing::VIP_LEASE_MS,
         redial_after: Duration::from_millis(500),
         handover_wait: Duration::from_secs(1),
         yield_for: Duration::from_millis(500),

@@ -20,9 +20,9 @@ pub struct TokenCreate {
     /// The role a node joining with the token receives.
     pub role: Role,
     /// Lifetime in seconds; absent = the coordinator's default, one hour (coordinators before
-    /// issue 11 gave 24 hours). A coordinator token lives at most 24 hours.
+    /// the join-token limits gave 24 hours). A coordinator token lives at most 24 hours.
     pub ttl_secs: Option<u64>,
-    /// Joins it allows; absent = the coordinator's default, one (coordinators before issue 11
+    /// Joins it allows; absent = the coordinator's default, one (older coordinators
     /// gave no limit); [`UNLIMITED_USES`] = no limit before expiry. A coordinator token allows
     /// exactly one.
     pub uses: Option<u32>,

@@ -1,4 +1,4 @@
-//! The VIP failover benchmark's pieces (`tests/benches/vip_failover.rs`, issue 12 §3): rounds
+//! The VIP failover benchmark's pieces (`tests/benches/vip_failover.rs`): rounds
 //! of faults with a random phase on the pvefleet testbed, keepalived on the same kind of
 //! namespace network for comparison, VRRP dropped between the hosts, a CPU hog with a watch for
 //! spurious moves, and the printed tables.

@@ -113,7 +113,7 @@ impl Fault {
         match self {
             Fault::VrrpFiltered => Effect::Stays,
             // Expected to stay (the promises survive the leader); a move is reported, not
-            // failed: issue 12 asks for the outage measured.
+            // failed: the point is to measure the outage.
             Fault::LeaderKill => Effect::Either,
             // The owner keeps it if the members' promises came back together before the
             // loss, else its standby takes it over: either way one host holds it.

@@ -1,4 +1,4 @@
-//! The seeded chaos campaign's smoke run in the gate (issue 27 §3, docs/chaos.md): the
+//! The seeded chaos campaign's smoke run in the gate (docs/chaos.md): the
 //! operator's own `pvefleet sim chaos` on a five-host fleet for 150 s of faults drawn from one
 //! seed (partitions one-way and both ways, flapping, link cuts, packet loss, agent and member
 //! kills, freezes and stops, power-offs, resets, clock steps, slow and failing member disks,

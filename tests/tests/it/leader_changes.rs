@@ -1,4 +1,4 @@
-//! A leader change never brings a healthy host near a fence (issue 27 §2). Three members and
+//! A leader change never brings a healthy host near a fence. Three members and
 //! six agents with the production heartbeat (1 s), both cores kept busy by a CPU hog; the
 //! leading member is SIGKILLed round after round and restarted once a new leader leads. An
 //! agent finds the new leader only after its beat to the dead one times out and a follower

@@ -1,6 +1,6 @@
 //! Rule 5 (one VIP owner) on the namespace testbed: a real fleet in network namespaces holds a
 //! VIP on its hosts' bridges while a client probes it (ARP and TCP) and every host is sampled,
-//! through every fault of issue 12 played on the owner in turn. At no sample may two hosts
+//! through every fault of the VIP testbed played on the owner in turn. At no sample may two hosts
 //! answer ARP for the VIP or hold it, and after each fault and its restore exactly one host
 //! holds it and answers. The outage of each fault is printed, never asserted (the machines
 //! are noisy): `cargo test -p pvefleet-tests --test it vips -- --nocapture` shows the table.

@@ -1,4 +1,4 @@
-//! The runs of the VIP failover benchmark (`tests/benches/vip_failover.rs`, issue 12 §3): the
+//! The runs of the VIP failover benchmark (`tests/benches/vip_failover.rs`): the
 //! pvefleet testbed and keepalived on the same kind of namespace network, one after the other
 //! on the same machine, each put through its faults round after round, VRRP dropped between
 //! the hosts, and (pvefleet) a long run without fault under a CPU hog. The figures are

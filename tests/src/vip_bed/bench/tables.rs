@@ -1,7 +1,7 @@
 //! The VIP failover benchmark's tables: per system the outage of each fault over its rounds
 //! (min / median / max, TCP the headline, ARP beside it), every round on its own line, VRRP
 //! dropped, the hog run, and a summary of pvefleet against both keepalived configurations.
-//! The targets of issue 12 are printed next to the figures with "met" or "missed": figures,
+//! pvefleet's VIP failover targets are printed next to the figures with "met" or "missed": figures,
 //! not verdicts (the benchmark never fails on them).
 
 use std::fmt::Write as _;
@@ -65,7 +65,7 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// pvefleet's target for a fault's median TCP outage, if issue 12 sets one.
+/// pvefleet's target for a fault's median TCP outage, if it has one.
 fn target(fault: Fault) -> Option<Duration> {
     match fault {
         Fault::HostDeath => Some(Duration::from_millis(500)),
