@@ -232,16 +232,18 @@ impl Executor {
                 let claim = Claim::new(self.journal.journal(), id);
                 tracing::warn!(
                     command_id = id,
-                    op = cmd.op.kind(),
+                    op = cmd.op.kind().as_str(),
                     vm = cmd.op.vm_name(),
                     "command in doubt after a restart"
                 );
                 let outcome = match settle(&cmd.op) {
                     Settle::Rerun => self.run(&cmd.op).await,
                     Settle::CheckSnapshot => self.settle_snapshot_create(&cmd.op).await,
-                    Settle::Unknown(message) => {
-                        Err(failure(FailureKind::InDoubt, cmd.op.kind(), message))
-                    }
+                    Settle::Unknown(message) => Err(failure(
+                        FailureKind::InDoubt,
+                        cmd.op.kind().as_str(),
+                        message,
+                    )),
                 };
                 let answer = self.record(id, outcome, true).await;
                 claim.recorded();

@@ -25,7 +25,8 @@ mod vip;
 
 pub use command::{
     AgentCommand, CommandFailure, CommandOutput, CommandResult, DeleteVm, EnsureVm, FailureKind,
-    MigrateOp, Op, PowerAction, PowerOp, SnapshotAction, SnapshotInfo, SnapshotOp, VmObservation,
+    MigrateOp, Op, OpKind, PowerAction, PowerOp, SnapshotAction, SnapshotInfo, SnapshotOp,
+    VmObservation,
 };
 pub use command_v1::{AgentCommandV1, EnsureVmV1, OpV1};
 pub use diagnosis::{

@@ -89,7 +89,13 @@ impl Outbox {
         origin: Origin,
     ) -> String {
         self.next += 1;
-        let id = command_id(op.vm_name(), op.kind(), generation, term, self.next);
+        let id = command_id(
+            op.vm_name(),
+            op.kind().as_str(),
+            generation,
+            term,
+            self.next,
+        );
         self.hosts.entry(host).or_default().push(Pending {
             cmd: AgentCommand { id: id.clone(), op },
             generation,

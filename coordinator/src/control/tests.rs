@@ -213,7 +213,7 @@ fn a_reconciler_result_counts_as_in_flight_until_the_loop_takes_it() {
             arrived[0].meta.generation,
             arrived[0].meta.host
         ),
-        ("ensure", 4, HOST)
+        (protocol::agent::OpKind::Ensure, 4, HOST)
     );
     let (_, inflight) = control.plan_inputs();
     assert!(inflight.commands.is_empty());

@@ -10,7 +10,8 @@ use protocol::agent::{EnsureVm, Op};
 use protocol::fleet::{ConditionKind, HostState, TakeOver, VmPhase, VmRecord, VmStatus};
 use protocol::spec::{DesiredState, RecoveryMode};
 
-use super::{Action, Clock, Inflight, LiveHost, LiveView, Policy, VmMemory};
+use super::planner::Planner;
+use super::{Action, Clock, LiveHost, Policy, VmMemory};
 use crate::state::FleetState;
 
 const MIB: u64 = 1024 * 1024;
@@ -85,55 +86,51 @@ pub(super) fn plan_allocations(
     true
 }
 
-/// Sends an Ensure to the VM's host when one is due.
-#[allow(clippy::too_many_arguments)] // the plan's inputs, passed through
-pub(super) fn plan_ensure(
-    state: &FleetState,
-    rec: &VmRecord,
-    live: &LiveView,
-    inflight: &Inflight,
-    memory: &VmMemory,
-    policy: &Policy,
-    now: Clock,
-    out: &mut Vec<Action>,
-) {
-    let (Some(host), Some(vmid)) = (rec.assignment.host, rec.assignment.vmid) else {
-        return;
-    };
-    let name = &rec.spec.name;
-    if !live.is_reporting(host, policy, now)
-        || inflight.commands.contains_key(name)
-        || memory.not_owned_generation == Some(rec.generation)
-        || memory
-            .backoff
-            .is_some_and(|b| b.holds(rec.generation, now.mono_ms))
-    {
-        return;
-    }
-    let Some(_reason) = ensure_reason(rec, vmid, live.hosts.get(&host), memory, policy, now) else {
-        return;
-    };
-    let created = condition(&rec.status, ConditionKind::Created) == Some(true);
-    if !created && matches!(rec.status.phase, VmPhase::Pending | VmPhase::Scheduled) {
-        let host_name = state
-            .hosts()
-            .get(&host)
-            .map_or_else(|| host.to_string(), |h| h.name.clone());
-        out.push(Action::SetStatus {
-            vm: name.clone(),
-            status: VmStatus {
-                phase: VmPhase::Provisioning,
-                message: format!("creating on host {host_name} with VMID {vmid}"),
-                updated_at: now.unix_ms,
-                ..rec.status.clone()
-            },
+impl Planner<'_> {
+    /// Sends an Ensure to the VM's host when one is due.
+    pub(super) fn ensure(&mut self, rec: &VmRecord, memory: &VmMemory) {
+        let (state, live, inflight, policy, now) =
+            (self.state, self.live, self.inflight, self.policy, self.now);
+        let out = &mut *self.out;
+        let (Some(host), Some(vmid)) = (rec.assignment.host, rec.assignment.vmid) else {
+            return;
+        };
+        let name = &rec.spec.name;
+        if !live.is_reporting(host, policy, now)
+            || inflight.commands.contains_key(name)
+            || memory.not_owned_generation == Some(rec.generation)
+            || memory
+                .backoff
+                .is_some_and(|b| b.holds(rec.generation, now.mono_ms))
+        {
+            return;
+        }
+        let Some(_reason) = ensure_reason(rec, vmid, live.hosts.get(&host), memory, policy, now)
+        else {
+            return;
+        };
+        let created = condition(&rec.status, ConditionKind::Created) == Some(true);
+        if !created && matches!(rec.status.phase, VmPhase::Pending | VmPhase::Scheduled) {
+            let host_name = state
+                .hosts()
+                .get(&host)
+                .map_or_else(|| host.to_string(), |h| h.name.clone());
+            out.push(Action::SetStatus {
+                vm: name.clone(),
+                status: VmStatus {
+                    phase: VmPhase::Provisioning,
+                    message: format!("creating on host {host_name} with VMID {vmid}"),
+                    updated_at: now.unix_ms,
+                    ..rec.status.clone()
+                },
+            });
+        }
+        out.push(Action::Send {
+            host,
+            generation: rec.generation,
+            op: ensure_op(state, rec, vmid, policy),
         });
     }
-    out.push(Action::Send {
-        host,
-        generation: rec.generation,
-        op: ensure_op(state, rec, vmid, policy),
-    });
 }
 
 /// Why an Ensure is due now, if it is.

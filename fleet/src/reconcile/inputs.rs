@@ -75,8 +75,8 @@ impl LiveView {
 pub struct InflightCommand {
     /// Its id.
     pub id: String,
-    /// `Op::kind`.
-    pub kind: &'static str,
+    /// What it does.
+    pub kind: protocol::agent::OpKind,
     /// The host it went to.
     pub host: NodeId,
     /// The generation it was made for.

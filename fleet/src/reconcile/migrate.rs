@@ -17,7 +17,8 @@
 use protocol::agent::{CloseTargetOp, DeleteVm, MigrateOp, Op, OpenTargetOp, RemoteMigrateOp};
 use protocol::fleet::{Migration, MoveKind, VmRecord};
 
-use super::{Action, Clock, Inflight, LiveView, Policy, VmMemory};
+use super::planner::Planner;
+use super::{Action, VmMemory};
 use crate::remote_move::{self, RemoteMapping};
 use crate::state::FleetState;
 use crate::views::host_views;
@@ -27,102 +28,96 @@ pub const TOKEN_TTL_SECS: u32 = 6 * 3600;
 /// A token that expires sooner than this is not handed to a source: a new one is minted.
 const TOKEN_MARGIN_SECS: u64 = 600;
 
-/// The next step of `rec`'s move `m`, if one is due.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn plan_migration(
-    state: &FleetState,
-    rec: &VmRecord,
-    m: &Migration,
-    live: &LiveView,
-    inflight: &Inflight,
-    memory: &VmMemory,
-    policy: &Policy,
-    now: Clock,
-    out: &mut Vec<Action>,
-) {
-    let name = &rec.spec.name;
-    if inflight.commands.contains_key(name) {
-        return;
-    }
-    let Some(vmid) = rec.assignment.vmid else {
-        return;
-    };
-    let send = |host, op| Action::Send {
-        host,
-        generation: rec.generation,
-        op,
-    };
-    if m.source_lost_at.is_some() {
-        // Only the target can say where the VM is now.
-        if live.is_reporting(m.to_host, policy, now) {
-            out.push(send(
-                m.to_host,
-                Op::CloseMigrationTarget(CloseTargetOp {
+impl Planner<'_> {
+    /// The next step of `rec`'s move `m`, if one is due.
+    pub(super) fn migration(&mut self, rec: &VmRecord, m: &Migration, memory: &VmMemory) {
+        let (state, live, inflight, policy, now) =
+            (self.state, self.live, self.inflight, self.policy, self.now);
+        let out = &mut *self.out;
+        let name = &rec.spec.name;
+        if inflight.commands.contains_key(name) {
+            return;
+        }
+        let Some(vmid) = rec.assignment.vmid else {
+            return;
+        };
+        let send = |host, op| Action::Send {
+            host,
+            generation: rec.generation,
+            op,
+        };
+        if m.source_lost_at.is_some() {
+            // Only the target can say where the VM is now.
+            if live.is_reporting(m.to_host, policy, now) {
+                out.push(send(
+                    m.to_host,
+                    Op::CloseMigrationTarget(CloseTargetOp {
+                        name: name.clone(),
+                        vmid,
+                    }),
+                ));
+            }
+            return;
+        }
+        if live.is_silent(m.from_host, policy, now) {
+            return;
+        }
+        match m.kind {
+            MoveKind::Local => out.push(send(
+                m.from_host,
+                Op::Migrate(MigrateOp {
+                    name: name.clone(),
+                    vmid,
+                    target: m.to_node.clone(),
+                }),
+            )),
+            MoveKind::Recreate => out.push(send(
+                m.from_host,
+                Op::Vacate(DeleteVm {
                     name: name.clone(),
                     vmid,
                 }),
-            ));
-        }
-        return;
-    }
-    if live.is_silent(m.from_host, policy, now) {
-        return;
-    }
-    match m.kind {
-        MoveKind::Local => out.push(send(
-            m.from_host,
-            Op::Migrate(MigrateOp {
-                name: name.clone(),
-                vmid,
-                target: m.to_node.clone(),
-            }),
-        )),
-        MoveKind::Recreate => out.push(send(
-            m.from_host,
-            Op::Vacate(DeleteVm {
-                name: name.clone(),
-                vmid,
-            }),
-        )),
-        MoveKind::Remote => {
-            let mapping = match mapping_onto(state, rec, m) {
-                Ok(mapping) => mapping,
-                Err(why) => {
-                    out.push(Action::EndMigration {
-                        vm: name.clone(),
-                        node: None,
-                        message: why,
-                    });
-                    return;
+            )),
+            MoveKind::Remote => {
+                let mapping = match mapping_onto(state, rec, m) {
+                    Ok(mapping) => mapping,
+                    Err(why) => {
+                        out.push(Action::EndMigration {
+                            vm: name.clone(),
+                            node: None,
+                            message: why,
+                        });
+                        return;
+                    }
+                };
+                let now_secs = now.unix_ms / 1000;
+                match memory
+                    .remote_endpoint
+                    .as_ref()
+                    .filter(|e| e.expires_unix > now_secs + TOKEN_MARGIN_SECS)
+                {
+                    Some(endpoint) => out.push(send(
+                        m.from_host,
+                        Op::RemoteMigrate(RemoteMigrateOp {
+                            name: name.clone(),
+                            vmid,
+                            endpoint: endpoint.clone(),
+                            target_storage: mapping.storage.clone(),
+                            target_bridge: mapping.target_bridge(),
+                        }),
+                    )),
+                    None if live.is_reporting(m.to_host, policy, now) => out.push(send(
+                        m.to_host,
+                        Op::OpenMigrationTarget(OpenTargetOp {
+                            name: name.clone(),
+                            vmid,
+                            storages: vec![mapping.storage],
+                            bridges: mapping.bridges,
+                            ttl_secs: TOKEN_TTL_SECS,
+                        }),
+                    )),
+                    None => {}
                 }
-            };
-            let now_secs = now.unix_ms / 1000;
-            match memory
-                .remote_endpoint
-                .as_ref()
-                .filter(|e| e.expires_unix > now_secs + TOKEN_MARGIN_SECS)
-            {
-                Some(endpoint) => out.push(send(
-                    m.from_host,
-                    Op::RemoteMigrate(RemoteMigrateOp {
-                        name: name.clone(),
-                        vmid,
-                        endpoint: endpoint.clone(),
-                        target_storage: mapping.storage.clone(),
-                        target_bridge: mapping.target_bridge(),
-                    }),
-                )),
-                None if live.is_reporting(m.to_host, policy, now) => out.push(send(
-                    m.to_host,
-                    Op::OpenMigrationTarget(OpenTargetOp {
-                        name: name.clone(),
-                        vmid,
-                        storages: vec![mapping.storage],
-                        bridges: mapping.bridges,
-                        ttl_secs: TOKEN_TTL_SECS,
-                    }),
-                )),
-                None => {}
             }
         }
     }

@@ -22,6 +22,7 @@ mod ensure;
 mod inputs;
 pub mod migrate;
 mod place;
+mod planner;
 mod stale;
 pub mod status;
 
@@ -30,6 +31,7 @@ pub use inputs::{
     BACKOFF_FIRST_MS, BACKOFF_MAX_MS, Backoff, Clock, Inflight, InflightCommand, LiveHost,
     LiveView, Policy, VmMemory,
 };
+use planner::Planner;
 
 #[cfg(test)]
 mod tests;
@@ -49,17 +51,16 @@ pub fn plan(
     let mut actions = Vec::new();
     for rec in state.vms().values() {
         let memory = inflight.memory(&rec.spec.name);
+        let mut planner = Planner {
+            state,
+            live,
+            inflight,
+            policy,
+            now,
+            out: &mut actions,
+        };
         if rec.deleting {
-            delete::plan_delete(
-                state,
-                rec,
-                live,
-                inflight,
-                &memory,
-                policy,
-                now,
-                &mut actions,
-            );
+            planner.delete(rec, &memory);
             continue;
         }
         // Only the actions this VM adds from here can place it: looking through all of them
@@ -82,31 +83,19 @@ pub fn plan(
         if state.ha_error(&rec.spec.name).is_some() {
             continue;
         }
-        // A VM being moved gets the move and nothing else.
-        if let Some(m) = state.migration(&rec.spec.name) {
-            migrate::plan_migration(
-                state,
-                rec,
-                m,
-                live,
-                inflight,
-                &memory,
-                policy,
-                now,
-                &mut actions,
-            );
-            continue;
-        }
-        ensure::plan_ensure(
+        let mut planner = Planner {
             state,
-            rec,
             live,
             inflight,
-            &memory,
             policy,
             now,
-            &mut actions,
-        );
+            out: &mut actions,
+        };
+        // A VM being moved gets the move and nothing else.
+        match state.migration(&rec.spec.name) {
+            Some(m) => planner.migration(rec, m, &memory),
+            None => planner.ensure(rec, &memory),
+        }
     }
     stale::plan_stale_copies(state, live, inflight, policy, now, &mut actions);
     actions

@@ -8,7 +8,7 @@
 
 use protocol::NodeId;
 use protocol::agent::{
-    CloseTargetOp, CommandFailure, CommandOutput, FailureKind, Op, VmObservation,
+    CloseTargetOp, CommandFailure, CommandOutput, FailureKind, Op, OpKind, VmObservation,
 };
 use protocol::fleet::{
     Condition, ConditionKind, EventLevel, Migration, VmPhase, VmRecord, VmStatus,
@@ -25,8 +25,8 @@ pub struct ResultMeta {
     pub vm: String,
     /// The host that ran it.
     pub host: NodeId,
-    /// `Op::kind` (`ensure`, `delete`).
-    pub kind: &'static str,
+    /// What the command did.
+    pub kind: OpKind,
     /// The generation it was made for.
     pub generation: u64,
 }
@@ -57,7 +57,7 @@ pub fn on_result(
     };
     let mut actions = Vec::new();
     // The answers of a move's target host (its VM is not placed there yet).
-    if matches!(meta.kind, "open-target" | "close-target") {
+    if matches!(meta.kind, OpKind::OpenTarget | OpKind::CloseTarget) {
         if let (Some(rec), Some(m)) = (rec, migration)
             && m.to_host == meta.host
         {
@@ -69,12 +69,12 @@ pub fn on_result(
         // Gone, or placed elsewhere since: the result describes nothing the fleet tracks.
         return Reaction { actions, memory };
     };
-    if rec.deleting != (meta.kind == "delete") {
+    if rec.deleting != (meta.kind == OpKind::Delete) {
         // An Ensure that finished after the spec was deleted (the Delete follows it).
         return Reaction { actions, memory };
     }
     match (meta.kind, outcome) {
-        ("remote-migrate", result) => {
+        (OpKind::RemoteMigrate, result) => {
             memory.remote_endpoint = None;
             let (node, message) = match result {
                 Ok(CommandOutput::Migrated { node, running }) => (
@@ -104,7 +104,7 @@ pub fn on_result(
                 });
             }
         }
-        ("vacate", result) => {
+        (OpKind::Vacate, result) => {
             let gone = match result {
                 Ok(_) => Ok(()),
                 Err(f) if f.kind == FailureKind::NotFound => Ok(()),
@@ -128,22 +128,24 @@ pub fn on_result(
                 });
             }
         }
-        ("migrate", Ok(CommandOutput::Migrated { node, running })) => {
+        (OpKind::Migrate, Ok(CommandOutput::Migrated { node, running })) => {
             actions.push(Action::EndMigration {
                 vm: meta.vm.clone(),
                 node: Some(node.clone()),
                 message: format!("{} on {node}", if *running { "running" } else { "stopped" }),
             });
         }
-        ("migrate", Err(f)) => actions.push(Action::EndMigration {
+        (OpKind::Migrate, Err(f)) => actions.push(Action::EndMigration {
             vm: meta.vm.clone(),
             node: None,
             message: format!("at step {}: {}", f.step, f.message),
         }),
-        ("delete", Ok(_)) => actions.push(Action::Release {
+        (OpKind::Delete, Ok(_)) => actions.push(Action::Release {
             vm: meta.vm.clone(),
         }),
-        ("delete", Err(f)) if matches!(f.kind, FailureKind::NotFound | FailureKind::NotOwned) => {
+        (OpKind::Delete, Err(f))
+            if matches!(f.kind, FailureKind::NotFound | FailureKind::NotOwned) =>
+        {
             if f.kind == FailureKind::NotOwned {
                 actions.push(Action::Event {
                     vm: meta.vm.clone(),
@@ -160,12 +162,12 @@ pub fn on_result(
                 vm: meta.vm.clone(),
             });
         }
-        ("ensure", Ok(CommandOutput::Vm(obs))) => {
+        (OpKind::Ensure, Ok(CommandOutput::Vm(obs))) => {
             memory.backoff = None;
             memory.not_owned_generation = None;
             observed(rec, host_name, obs, now, &mut actions);
         }
-        ("ensure", Err(f)) if f.kind == FailureKind::NotOwned => {
+        (OpKind::Ensure, Err(f)) if f.kind == FailureKind::NotOwned => {
             memory.not_owned_generation = Some(rec.generation);
             let message = format!(
                 "VMID {} on host {host_name} holds a VM the fleet does not own (it lacks the \
@@ -179,13 +181,13 @@ pub fn on_result(
         }
         (kind, Err(f)) => {
             memory.backoff = Some(Backoff::after(memory.backoff, rec.generation, now.mono_ms));
-            let keeps_running = kind == "ensure"
+            let keeps_running = kind == OpKind::Ensure
                 && f.kind == FailureKind::Transient
                 && rec.status.phase == VmPhase::Running;
             // An HA `started` guest whose start failed is not failed yet: PVE HA retries it
             // (max_restart), moves it (max_relocate), and only then gives up (`HaGiveUp` sets
             // the phase `failed`). Until then it is stopped, and the message says why.
-            let ha_start = kind == "ensure"
+            let ha_start = kind == OpKind::Ensure
                 && f.step == "start"
                 && rec.spec.ha.state == Some(protocol::spec::HaState::Started);
             let phase = if keeps_running {
@@ -430,7 +432,7 @@ pub fn allocation_failed(rec: &VmRecord, reason: &str, now: Clock) -> Vec<Action
 /// What the target of `m` answered: a token for the remote migration (kept in memory for the
 /// source), or, closing the target of a move whose source was lost, whether the VM arrived.
 fn target_answer(
-    kind: &str,
+    kind: OpKind,
     rec: &VmRecord,
     m: &Migration,
     outcome: &Result<CommandOutput, CommandFailure>,
@@ -474,7 +476,7 @@ fn target_answer(
             });
         }
         Ok(_) => {}
-        Err(f) if kind == "open-target" => {
+        Err(f) if kind == OpKind::OpenTarget => {
             actions.push(Action::EndMigration {
                 vm,
                 node: None,

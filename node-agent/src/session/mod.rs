@@ -404,7 +404,7 @@ impl<R: CommandRunner> Beater<R> {
         }
         for cmd in ack.commands {
             if self.book.admit(&cmd.id) {
-                tracing::info!(command_id = %cmd.id, op = cmd.op.kind(), vm = cmd.op.vm_name(), "command received");
+                tracing::info!(command_id = %cmd.id, op = cmd.op.kind().as_str(), vm = cmd.op.vm_name(), "command received");
                 self.dispatcher.spawn(cmd);
             } else {
                 tracing::debug!(command_id = %cmd.id, "command already running or awaiting its ack: ignored");

@@ -54,20 +54,72 @@ pub enum Op {
     Diagnose(DiagnoseOp),
 }
 
-impl Op {
-    /// A short name for logs and command ids (`ensure`, `delete`, `power`, `snapshot`).
-    pub fn kind(&self) -> &'static str {
+/// What a command does: the reconciler reacts to a result by its kind, matched as this enum
+/// (a new kind of command is a compile error wherever results are read, never a string that
+/// silently matches nothing). [`OpKind::as_str`] names it in logs and command ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpKind {
+    /// [`Op::Ensure`].
+    Ensure,
+    /// [`Op::Delete`].
+    Delete,
+    /// [`Op::Power`].
+    Power,
+    /// [`Op::Snapshot`].
+    Snapshot,
+    /// [`Op::Migrate`].
+    Migrate,
+    /// [`Op::OpenMigrationTarget`].
+    OpenTarget,
+    /// [`Op::RemoteMigrate`].
+    RemoteMigrate,
+    /// [`Op::CloseMigrationTarget`].
+    CloseTarget,
+    /// [`Op::Vacate`].
+    Vacate,
+    /// [`Op::Diagnose`].
+    Diagnose,
+}
+
+impl OpKind {
+    /// Its short name in logs and command ids (`ensure`, `open-target`): part of every command
+    /// id, so never renamed.
+    pub fn as_str(self) -> &'static str {
         match self {
-            Op::Ensure(_) => "ensure",
-            Op::Delete(_) => "delete",
-            Op::Power(_) => "power",
-            Op::Snapshot(_) => "snapshot",
-            Op::Migrate(_) => "migrate",
-            Op::OpenMigrationTarget(_) => "open-target",
-            Op::RemoteMigrate(_) => "remote-migrate",
-            Op::CloseMigrationTarget(_) => "close-target",
-            Op::Vacate(_) => "vacate",
-            Op::Diagnose(_) => "diagnose",
+            OpKind::Ensure => "ensure",
+            OpKind::Delete => "delete",
+            OpKind::Power => "power",
+            OpKind::Snapshot => "snapshot",
+            OpKind::Migrate => "migrate",
+            OpKind::OpenTarget => "open-target",
+            OpKind::RemoteMigrate => "remote-migrate",
+            OpKind::CloseTarget => "close-target",
+            OpKind::Vacate => "vacate",
+            OpKind::Diagnose => "diagnose",
+        }
+    }
+}
+
+impl std::fmt::Display for OpKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Op {
+    /// What it does.
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Op::Ensure(_) => OpKind::Ensure,
+            Op::Delete(_) => OpKind::Delete,
+            Op::Power(_) => OpKind::Power,
+            Op::Snapshot(_) => OpKind::Snapshot,
+            Op::Migrate(_) => OpKind::Migrate,
+            Op::OpenMigrationTarget(_) => OpKind::OpenTarget,
+            Op::RemoteMigrate(_) => OpKind::RemoteMigrate,
+            Op::CloseMigrationTarget(_) => OpKind::CloseTarget,
+            Op::Vacate(_) => OpKind::Vacate,
+            Op::Diagnose(_) => OpKind::Diagnose,
         }
     }
 

@@ -1,6 +1,7 @@
 //! A VM being moved gets the move and nothing else, once nothing else is in flight and its
 //! source host reports; the move's result closes the migration either way.
 
+use protocol::agent::OpKind;
 use protocol::agent::{CommandFailure, CommandOutput, FailureKind, Op};
 use protocol::fleet::{Capacity, PVE_CLUSTER_LABEL};
 
@@ -52,7 +53,7 @@ fn a_vm_being_moved_gets_the_move_and_nothing_else() {
             "web".to_string(),
             InflightCommand {
                 id: "web/ensure/g1/t1/1".into(),
-                kind: "ensure",
+                kind: OpKind::Ensure,
                 host: A,
                 generation: 1,
             },
@@ -71,7 +72,7 @@ fn the_moves_result_closes_the_migration_either_way() {
     let meta = ResultMeta {
         vm: "web".into(),
         host: A,
-        kind: "migrate",
+        kind: OpKind::Migrate,
         generation: rec.generation,
     };
     let moved = Ok(CommandOutput::Migrated {

@@ -1,5 +1,6 @@
 //! `plan`: placement, ids, when an Ensure is due and when it is not, deletion.
 
+use protocol::agent::OpKind;
 use std::net::IpAddr;
 
 use protocol::agent::{DeleteVm, EnsureVm, Op, VmObservation};
@@ -208,7 +209,7 @@ fn an_ensure_waits_for_a_reporting_host_nothing_in_flight_and_the_back_off() {
             "web".to_string(),
             InflightCommand {
                 id: "web/power/g1/t1/1".into(),
-                kind: "power",
+                kind: OpKind::Power,
                 host: A,
                 generation: 1,
             },
@@ -510,7 +511,7 @@ fn deleted_vms_are_destroyed_on_their_host_or_released_when_they_never_got_there
             "web".to_string(),
             InflightCommand {
                 id: "web/ensure/g1/t1/1".into(),
-                kind: "ensure",
+                kind: OpKind::Ensure,
                 host: A,
                 generation: 1,
             },

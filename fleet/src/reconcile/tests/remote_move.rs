@@ -5,6 +5,7 @@
 //! a second time.
 
 use protocol::Secret;
+use protocol::agent::OpKind;
 use protocol::agent::{CommandFailure, CommandOutput, FailureKind, Op, RemoteEndpoint};
 use protocol::fleet::{Capacity, HostState, MigrationPurpose, MoveKind, PVE_CLUSTER_LABEL};
 use protocol::spec::{HaSpec, RecoveryMode};
@@ -59,7 +60,7 @@ fn endpoint(expires_unix: u64) -> RemoteEndpoint {
     }
 }
 
-fn meta(f: &Fleet, host: NodeId, kind: &'static str) -> ResultMeta {
+fn meta(f: &Fleet, host: NodeId, kind: OpKind) -> ResultMeta {
     ResultMeta {
         vm: "web".into(),
         host,
@@ -71,7 +72,7 @@ fn meta(f: &Fleet, host: NodeId, kind: &'static str) -> ResultMeta {
 fn react(
     f: &Fleet,
     host: NodeId,
-    kind: &'static str,
+    kind: OpKind,
     outcome: Result<CommandOutput, CommandFailure>,
     memory: &VmMemory,
 ) -> crate::reconcile::status::Reaction {
@@ -109,7 +110,7 @@ fn a_remote_migration_mints_a_token_on_the_target_then_moves_and_closes_it() {
     let got = react(
         &f,
         B,
-        "open-target",
+        OpKind::OpenTarget,
         Ok(CommandOutput::MigrationTarget(endpoint(now_secs + 3600))),
         &VmMemory::default(),
     );
@@ -163,7 +164,7 @@ fn a_remote_migration_mints_a_token_on_the_target_then_moves_and_closes_it() {
             None,
         ),
     ] {
-        let r = react(&f, A, "remote-migrate", outcome, &memory);
+        let r = react(&f, A, OpKind::RemoteMigrate, outcome, &memory);
         assert!(r.memory.remote_endpoint.is_none());
         assert!(
             matches!(r.actions.as_slice(), [
@@ -178,7 +179,7 @@ fn a_remote_migration_mints_a_token_on_the_target_then_moves_and_closes_it() {
     let r = react(
         &f,
         B,
-        "open-target",
+        OpKind::OpenTarget,
         Err(CommandFailure {
             kind: FailureKind::Permanent,
             step: "open-target".into(),
@@ -220,7 +221,7 @@ fn a_rebuild_vacates_the_source_then_lands_on_the_target_unbuilt() {
     let r = react(
         &f,
         A,
-        "vacate",
+        OpKind::Vacate,
         Ok(CommandOutput::Deleted { existed: true }),
         &VmMemory::default(),
     );
@@ -306,7 +307,7 @@ fn a_move_whose_source_is_fenced_halfway_waits_for_the_target_and_is_never_recov
         let r = react(
             &f,
             B,
-            "close-target",
+            OpKind::CloseTarget,
             Ok(CommandOutput::TargetClosed {
                 arrived,
                 running: arrived,

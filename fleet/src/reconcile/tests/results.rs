@@ -1,5 +1,6 @@
 //! `on_result`: statuses, events, stale addresses and back-off from agents' results.
 
+use protocol::agent::OpKind;
 use std::net::IpAddr;
 
 use protocol::agent::{CommandFailure, CommandOutput, FailureKind, VmObservation};
@@ -10,7 +11,7 @@ use super::*;
 use crate::reconcile::status::{ResultMeta, allocation_failed, on_result, same_status};
 use crate::reconcile::{Action, BACKOFF_MAX_MS, Backoff, plan};
 
-fn meta(kind: &'static str) -> ResultMeta {
+fn meta(kind: OpKind) -> ResultMeta {
     ResultMeta {
         vm: "web".into(),
         host: A,
@@ -75,7 +76,7 @@ fn a_first_successful_ensure_records_running_and_ready_and_announces_creation_an
         Some(&rec),
         None,
         "pve-a",
-        &meta("ensure"),
+        &meta(OpKind::Ensure),
         &outcome,
         &VmMemory::default(),
         NOW,
@@ -122,7 +123,7 @@ fn the_same_observation_again_writes_nothing_and_conditions_keep_their_times() {
         Some(&fleet.vm("web")),
         None,
         "pve-a",
-        &meta("ensure"),
+        &meta(OpKind::Ensure),
         &outcome,
         &VmMemory::default(),
         NOW,
@@ -132,7 +133,7 @@ fn the_same_observation_again_writes_nothing_and_conditions_keep_their_times() {
         Some(&fleet.vm("web")),
         None,
         "pve-a",
-        &meta("ensure"),
+        &meta(OpKind::Ensure),
         &outcome,
         &first.memory,
         later(30_000),
@@ -145,7 +146,7 @@ fn the_same_observation_again_writes_nothing_and_conditions_keep_their_times() {
         Some(&fleet.vm("web")),
         None,
         "pve-a",
-        &meta("ensure"),
+        &meta(OpKind::Ensure),
         &lost,
         &first.memory,
         later(60_000),
@@ -186,7 +187,7 @@ fn the_phase_follows_the_power_state_and_the_desired_state() {
             Some(&fleet.vm("web")),
             None,
             "pve-a",
-            &meta("ensure"),
+            &meta(OpKind::Ensure),
             &outcome,
             &VmMemory::default(),
             NOW,
@@ -222,7 +223,7 @@ fn changes_pending_a_restart_leave_the_vm_not_configured_with_a_message() {
         Some(&fleet.vm("web")),
         None,
         "pve-a",
-        &meta("ensure"),
+        &meta(OpKind::Ensure),
         &outcome,
         &VmMemory::default(),
         NOW,
@@ -256,7 +257,7 @@ fn addresses_the_spec_dropped_are_released_once_the_guest_has_the_new_generation
         Some(&rec),
         None,
         "pve-a",
-        &meta("ensure"),
+        &meta(OpKind::Ensure),
         &Ok(obs(1, true, &[])),
         &VmMemory::default(),
         NOW,
@@ -270,7 +271,7 @@ fn addresses_the_spec_dropped_are_released_once_the_guest_has_the_new_generation
         Some(&rec),
         None,
         "pve-a",
-        &meta("ensure"),
+        &meta(OpKind::Ensure),
         &Ok(obs(2, true, &[])),
         &VmMemory::default(),
         NOW,
@@ -306,7 +307,7 @@ fn a_failure_sets_the_phase_warns_once_and_backs_off() {
             Some(&fleet.vm("web")),
             None,
             "pve-a",
-            &meta("ensure"),
+            &meta(OpKind::Ensure),
             &outcome,
             &VmMemory::default(),
             NOW,
@@ -337,7 +338,7 @@ fn a_failure_sets_the_phase_warns_once_and_backs_off() {
             Some(&fleet.vm("web")),
             None,
             "pve-a",
-            &meta("ensure"),
+            &meta(OpKind::Ensure),
             &outcome,
             &first.memory,
             later(2_000),
@@ -352,7 +353,7 @@ fn a_failure_sets_the_phase_warns_once_and_backs_off() {
             Some(&fleet.vm("web")),
             None,
             "pve-a",
-            &meta("ensure"),
+            &meta(OpKind::Ensure),
             &Ok(obs(1, true, &["10.0.0.10"])),
             &retry.memory,
             later(9_000),
@@ -394,7 +395,7 @@ fn a_vmid_held_by_a_foreign_vm_fails_the_vm_until_the_spec_changes() {
         Some(&fleet.vm("web")),
         None,
         "pve-a",
-        &meta("ensure"),
+        &meta(OpKind::Ensure),
         &outcome,
         &VmMemory::default(),
         NOW,
@@ -443,7 +444,7 @@ fn delete_results_release_the_vm_once_it_is_gone_from_its_host() {
             Some(&fleet.vm("web")),
             None,
             "pve-a",
-            &meta("delete"),
+            &meta(OpKind::Delete),
             &outcome,
             &VmMemory::default(),
             NOW,
@@ -493,7 +494,7 @@ fn results_for_vms_gone_moved_or_being_deleted_change_nothing() {
             None,
             None,
             "pve-a",
-            &meta("ensure"),
+            &meta(OpKind::Ensure),
             &ok,
             &VmMemory::default(),
             NOW
@@ -503,7 +504,7 @@ fn results_for_vms_gone_moved_or_being_deleted_change_nothing() {
     );
     let elsewhere = ResultMeta {
         host: B,
-        ..meta("ensure")
+        ..meta(OpKind::Ensure)
     };
     assert!(
         on_result(
@@ -524,7 +525,7 @@ fn results_for_vms_gone_moved_or_being_deleted_change_nothing() {
             Some(&fleet.vm("web")),
             None,
             "pve-a",
-            &meta("ensure"),
+            &meta(OpKind::Ensure),
             &ok,
             &VmMemory::default(),
             NOW
@@ -576,7 +577,7 @@ fn a_failed_start_of_an_ha_started_guest_is_counted_and_shown_stopped_not_failed
             Some(&fleet.vm("web")),
             None,
             "pve-a",
-            &meta("ensure"),
+            &meta(OpKind::Ensure),
             &outcome,
             &VmMemory::default(),
             NOW,
