@@ -10,6 +10,7 @@
 //!  node: init/join (setup), Raft + transport + services + reconciler + HTTP, ordered shutdown
 //! ```
 
+pub mod command_line;
 pub mod config;
 mod control;
 pub mod dashboard;

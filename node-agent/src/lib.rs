@@ -23,6 +23,7 @@
 pub mod backend;
 pub mod capabilities;
 pub mod clock_watch;
+pub mod command_line;
 pub mod config;
 pub mod daemon;
 pub mod diagnosis;

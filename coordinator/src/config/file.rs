@@ -42,7 +42,8 @@ pub const PACKAGED_HTTP: SocketAddr =
 pub const DEFAULT_LOG: &str = "info,openraft=warn";
 
 /// Accepted lease lengths in seconds (as `run --lease-secs`).
-pub const LEASE_SECS_RANGE: std::ops::RangeInclusive<u64> = 1..=3600;
+pub const LEASE_SECS_RANGE: std::ops::RangeInclusive<u64> =
+    1..=protocol::timing::MAX_HOST_LEASE_MS / 1000;
 /// Accepted resync periods in seconds (as `run --resync-secs`).
 pub const RESYNC_SECS_RANGE: std::ops::RangeInclusive<u64> = 1..=86_400;
 /// Accepted address waits in seconds (as `run --ip-wait-secs`).

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::config_text::VmConfig;
+use super::config::text::VmConfig;
 use super::drive::{Net, net_index, parse_kv};
 use super::inner::Inner;
 use super::request::{node, vmid};

@@ -7,10 +7,10 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use super::clock::{now_unix, now_unix_f64};
-use super::config_text::VmConfig;
+use super::config::text::VmConfig;
 use super::ids::{random_mac, random_uuid};
 use super::state::{Node, State};
-use super::tasks::TaskRegistry;
+use super::tasks::task::TaskRegistry;
 use super::vm::{RunState, Vm};
 use super::volumes::Storages;
 use crate::config::TemplateConfig;

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::job::Job;
 use super::state::State;
+use super::tasks::job::Job;
 use crate::faults::Faults;
 
 /// Shared by the API handlers and the task drivers.

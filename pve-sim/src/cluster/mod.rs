@@ -18,81 +18,29 @@
 mod agent;
 mod bootstrap;
 mod clock;
-mod config_keys;
-mod config_lock;
-mod config_move;
-mod config_parse;
-mod config_privileges;
-mod config_read;
-mod config_text;
-mod config_update;
-mod disks;
+mod config;
 mod drive;
 mod ha_resources;
-mod id_map;
 mod ids;
 mod inner;
-mod job;
 mod mtunnel;
-mod mtunnel_commands;
-mod mtunnel_ticket;
 mod network;
 mod node_power;
-mod ops_clone;
-mod ops_config;
-mod ops_create;
-mod ops_destroy;
-mod ops_migrate;
-mod ops_power;
-mod ops_remote_migrate;
-mod ops_resize;
-mod ops_snapshot;
-mod ops_template;
+mod ops;
 mod power;
 mod reads;
-mod remote_client;
-mod remote_migrate_job;
-mod remote_migrate_phases;
-mod remote_migrate_worker;
 mod remote_migration;
-mod remote_volumes;
 mod request;
 mod resources;
-mod start_job;
 mod state;
 mod storage_reads;
-mod task_api;
 mod tasks;
-mod tunnel;
 mod vm;
 mod vm_status;
 mod volumes;
-mod worker;
 
 #[cfg(test)]
-mod tests_agent;
-#[cfg(test)]
-mod tests_clone;
-#[cfg(test)]
-mod tests_config;
-#[cfg(test)]
-mod tests_config_lock;
-#[cfg(test)]
-mod tests_config_move;
-#[cfg(test)]
-mod tests_ha_resources;
-#[cfg(test)]
-mod tests_lifecycle;
-#[cfg(test)]
-mod tests_migrate;
-#[cfg(test)]
-mod tests_power;
-#[cfg(test)]
-mod tests_reads;
-#[cfg(test)]
-mod tests_snapshots;
-#[cfg(test)]
-mod tests_support;
+mod tests;
 
 use std::sync::{Arc, Mutex};
 
@@ -171,45 +119,45 @@ impl Cluster {
             Route::ClusterResources => resources::cluster_resources(cx, p),
             Route::ClusterStatus => Ok(reads::cluster_status(cx, req.local_node)),
             Route::ClusterNextid => reads::nextid(cx, p),
-            Route::ClusterTasks => Ok(task_api::cluster_tasks(cx)),
+            Route::ClusterTasks => Ok(tasks::api::cluster_tasks(cx)),
             Route::HaResourceList => Ok(ha_resources::list(cx, p)),
             Route::HaResourceRead => ha_resources::read(cx, p),
             Route::Nodes => Ok(reads::nodes(cx)),
             Route::NodeStatus => reads::node_status(cx, p),
             Route::NodeCertificates => reads::certificates(cx, p),
             Route::VmList => vm_status::list(cx, p),
-            Route::VmCreate => ops_create::create(cx, p, caller),
-            Route::VmDestroy => ops_destroy::destroy(cx, p, caller),
-            Route::VmConfigGet => config_read::config(cx, p),
-            Route::VmConfigPost => ops_config::post(cx, p, caller).await,
-            Route::VmConfigPut => ops_config::put(cx, p, caller),
-            Route::VmPending => config_read::pending(cx, p),
+            Route::VmCreate => ops::create::create(cx, p, caller),
+            Route::VmDestroy => ops::destroy::destroy(cx, p, caller),
+            Route::VmConfigGet => config::read::config(cx, p),
+            Route::VmConfigPost => ops::config::post(cx, p, caller).await,
+            Route::VmConfigPut => ops::config::put(cx, p, caller),
+            Route::VmPending => config::read::pending(cx, p),
             Route::VmStatusCurrent => vm_status::current(cx, p),
-            Route::VmStart => ops_power::start(cx, p, caller),
-            Route::VmStop => ops_power::stop(cx, p, caller),
-            Route::VmShutdown => ops_power::shutdown(cx, p, caller),
-            Route::VmReboot => ops_power::reboot(cx, p, caller),
-            Route::VmReset => ops_power::reset(cx, p, caller),
-            Route::VmSuspend => ops_power::suspend(cx, p, caller),
-            Route::VmResume => ops_power::resume(cx, p, caller),
-            Route::VmClone => ops_clone::clone_vm(cx, p, caller),
-            Route::VmResize => ops_resize::resize(cx, p, caller),
-            Route::VmTemplate => ops_template::template(cx, p, caller),
-            Route::VmMigrateCheck => ops_migrate::precondition(cx, p),
-            Route::VmMigrate => ops_migrate::migrate(cx, p, caller),
-            Route::VmRemoteMigrate => ops_remote_migrate::remote_migrate(cx, p, caller).await,
-            Route::VmMtunnel => mtunnel::open(cx, p, req),
-            Route::SnapshotList => ops_snapshot::list(cx, p),
-            Route::SnapshotCreate => ops_snapshot::create(cx, p, caller),
-            Route::SnapshotDelete => ops_snapshot::delete(cx, p, caller),
-            Route::SnapshotConfig => config_read::snapshot_config(cx, p),
-            Route::SnapshotRollback => ops_snapshot::rollback(cx, p, caller),
+            Route::VmStart => ops::power::start(cx, p, caller),
+            Route::VmStop => ops::power::stop(cx, p, caller),
+            Route::VmShutdown => ops::power::shutdown(cx, p, caller),
+            Route::VmReboot => ops::power::reboot(cx, p, caller),
+            Route::VmReset => ops::power::reset(cx, p, caller),
+            Route::VmSuspend => ops::power::suspend(cx, p, caller),
+            Route::VmResume => ops::power::resume(cx, p, caller),
+            Route::VmClone => ops::clone::clone_vm(cx, p, caller),
+            Route::VmResize => ops::resize::resize(cx, p, caller),
+            Route::VmTemplate => ops::template::template(cx, p, caller),
+            Route::VmMigrateCheck => ops::migrate::precondition(cx, p),
+            Route::VmMigrate => ops::migrate::migrate(cx, p, caller),
+            Route::VmRemoteMigrate => ops::remote_migrate::remote_migrate(cx, p, caller).await,
+            Route::VmMtunnel => mtunnel::endpoint::open(cx, p, req),
+            Route::SnapshotList => ops::snapshot::list(cx, p),
+            Route::SnapshotCreate => ops::snapshot::create(cx, p, caller),
+            Route::SnapshotDelete => ops::snapshot::delete(cx, p, caller),
+            Route::SnapshotConfig => config::read::snapshot_config(cx, p),
+            Route::SnapshotRollback => ops::snapshot::rollback(cx, p, caller),
             Route::AgentNetwork => agent::network_get_interfaces(cx, p).await,
             Route::AgentPing => agent::ping(cx, p).await,
-            Route::NodeTasks => task_api::node_tasks(cx, p),
-            Route::TaskStop => task_api::stop(cx, p),
-            Route::TaskStatus => task_api::status(cx, p),
-            Route::TaskLog => task_api::log(cx, p),
+            Route::NodeTasks => tasks::api::node_tasks(cx, p),
+            Route::TaskStop => tasks::api::stop(cx, p),
+            Route::TaskStatus => tasks::api::status(cx, p),
+            Route::TaskLog => tasks::api::log(cx, p),
             Route::StorageList => storage_reads::list(cx, p),
             Route::StorageStatus => storage_reads::status(cx, p),
             Route::StorageContent => storage_reads::content(cx, p),
@@ -273,18 +221,18 @@ impl Cluster {
 
     /// Move a stopped VM's config from `from`'s directory to `to`'s (HA recovery).
     pub(crate) fn move_vm_config(&self, vmid: u32, from: &str, to: &str) -> Result<(), ApiError> {
-        config_move::move_config(&self.inner, vmid, from, to)
+        config::relocate::move_config(&self.inner, vmid, from, to)
     }
 
     /// Set or clear a VM's `lock:` line behind the API (a backup or migration cut short).
     pub(crate) fn set_vm_lock(&self, vmid: u32, lock: Option<&str>) -> Result<(), ApiError> {
-        config_lock::set_lock(&self.inner, vmid, lock)
+        config::lock::set_lock(&self.inner, vmid, lock)
     }
 
     /// Remove the `lock:` line of the config in `node`'s directory, whatever the node's power
     /// state; the value it had.
     pub(crate) fn clear_vm_lock(&self, vmid: u32, node: &str) -> Result<Option<String>, ApiError> {
-        config_lock::clear_lock(&self.inner, vmid, node)
+        config::lock::clear_lock(&self.inner, vmid, node)
     }
 
     /// Replace PVE's HA resources; the stored configuration.
@@ -319,7 +267,7 @@ impl Cluster {
         socket: &str,
         command: &serde_json::Value,
     ) -> Result<serde_json::Value, ApiError> {
-        mtunnel_commands::handle(&self.inner, req, vmid, ticket, socket, command)
+        mtunnel::commands::handle(&self.inner, req, vmid, ticket, socket, command)
     }
 
     /// How long each request of a remote migration to the target cluster may take.

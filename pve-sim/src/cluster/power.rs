@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
-use super::config_update::apply_all_pending;
+use super::config::update::apply_all_pending;
 use super::drive::{Net, parse_kv};
 use super::state::State;
-use super::tasks::TaskLog;
+use super::tasks::task::TaskLog;
 use super::vm::{check_lock, conf_missing};
 
 /// Give the VM a QEMU process started now.

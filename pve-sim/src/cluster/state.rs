@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use rand::rngs::StdRng;
 
 use super::clock::now_unix_f64;
-use super::config_text::VmConfig;
-use super::tasks::TaskRegistry;
-use super::tunnel::Tunnel;
+use super::config::text::VmConfig;
+use super::mtunnel::tunnel::Tunnel;
+use super::tasks::task::TaskRegistry;
 use super::vm::{RunState, Vm, conf_missing};
 use super::volumes::Storages;
 use crate::ApiError;

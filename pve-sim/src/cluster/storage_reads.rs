@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::inner::Inner;
-use super::ops_config::split_list;
+use super::ops::config::split_list;
 use super::request::node;
 use super::state::State;
 use super::volumes::Storage;

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::config_text::VmConfig;
+use super::config::text::VmConfig;
 use super::drive::{Drive, is_drive_key, parse_kv};
 
 /// The simulated QEMU process.

@@ -325,6 +325,6 @@ fn method_schema(method: HttpMethod, path: &str, def: &Value) -> MethodSchema {
 }
 
 #[cfg(test)]
-mod tests;
+mod json_values_tests;
 #[cfg(test)]
-mod tests_json_values;
+mod tests;
