@@ -57,6 +57,41 @@ fn no_file_imports_another_that_imports_it_back() {
     );
 }
 
+/// Unit-test files follow one naming rule across the workspace: `<module>_tests.rs` beside
+/// the module, or `tests.rs` / a `tests/` folder inside a folder module. A `tests_<topic>.rs`
+/// (a prefix standing in for a folder) fails.
+#[test]
+fn unit_test_files_are_named_one_way() {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("a source directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("tests_") && n.ends_with(".rs"))
+            {
+                out.push(path);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate sits in the workspace");
+    let mut wrong = Vec::new();
+    for member in std::fs::read_dir(root).expect("the workspace") {
+        let src = member.expect("an entry").path().join("src");
+        if src.is_dir() {
+            walk(&src, &mut wrong);
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "name these <module>_tests.rs or move them into a tests/ folder: {wrong:?}"
+    );
+}
+
 /// `fleet` (the pure core) and `protocol` (the wire types) build without tokio, sockets, TLS,
 /// storage or HTTP, through any normal dependency (the full resolve graph of `cargo metadata`).
 #[test]
