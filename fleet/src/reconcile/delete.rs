@@ -6,14 +6,19 @@
 use protocol::agent::{DeleteVm, Op};
 use protocol::fleet::{EventLevel, HostState, VmPhase, VmRecord, VmStatus};
 
-use super::planner::Planner;
+use super::planner::{Inputs, Planner};
 use super::{Action, VmMemory};
 
 impl Planner<'_> {
     /// The actions for a record marked `deleting`.
     pub(super) fn delete(&mut self, rec: &VmRecord, memory: &VmMemory) {
-        let (state, live, inflight, policy, now) =
-            (self.state, self.live, self.inflight, self.policy, self.now);
+        let Inputs {
+            state,
+            live,
+            inflight,
+            policy,
+            now,
+        } = self.inputs;
         let out = &mut *self.out;
         let vm = rec.spec.name.clone();
         let (Some(host), Some(vmid)) = (rec.assignment.host, rec.assignment.vmid) else {

@@ -10,7 +10,7 @@ use protocol::agent::{EnsureVm, Op};
 use protocol::fleet::{ConditionKind, HostState, TakeOver, VmPhase, VmRecord, VmStatus};
 use protocol::spec::{DesiredState, RecoveryMode};
 
-use super::planner::Planner;
+use super::planner::{Inputs, Planner};
 use super::{Action, Clock, LiveHost, Policy, VmMemory};
 use crate::state::FleetState;
 
@@ -89,8 +89,13 @@ pub(super) fn plan_allocations(
 impl Planner<'_> {
     /// Sends an Ensure to the VM's host when one is due.
     pub(super) fn ensure(&mut self, rec: &VmRecord, memory: &VmMemory) {
-        let (state, live, inflight, policy, now) =
-            (self.state, self.live, self.inflight, self.policy, self.now);
+        let Inputs {
+            state,
+            live,
+            inflight,
+            policy,
+            now,
+        } = self.inputs;
         let out = &mut *self.out;
         let (Some(host), Some(vmid)) = (rec.assignment.host, rec.assignment.vmid) else {
             return;

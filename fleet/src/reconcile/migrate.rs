@@ -17,7 +17,7 @@
 use protocol::agent::{CloseTargetOp, DeleteVm, MigrateOp, Op, OpenTargetOp, RemoteMigrateOp};
 use protocol::fleet::{Migration, MoveKind, VmRecord};
 
-use super::planner::Planner;
+use super::planner::{Inputs, Planner};
 use super::{Action, VmMemory};
 use crate::remote_move::{self, RemoteMapping};
 use crate::state::FleetState;
@@ -31,8 +31,13 @@ const TOKEN_MARGIN_SECS: u64 = 600;
 impl Planner<'_> {
     /// The next step of `rec`'s move `m`, if one is due.
     pub(super) fn migration(&mut self, rec: &VmRecord, m: &Migration, memory: &VmMemory) {
-        let (state, live, inflight, policy, now) =
-            (self.state, self.live, self.inflight, self.policy, self.now);
+        let Inputs {
+            state,
+            live,
+            inflight,
+            policy,
+            now,
+        } = self.inputs;
         let out = &mut *self.out;
         let name = &rec.spec.name;
         if inflight.commands.contains_key(name) {

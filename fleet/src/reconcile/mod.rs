@@ -31,7 +31,7 @@ pub use inputs::{
     BACKOFF_FIRST_MS, BACKOFF_MAX_MS, Backoff, Clock, Inflight, InflightCommand, LiveHost,
     LiveView, Policy, VmMemory,
 };
-use planner::Planner;
+use planner::Inputs;
 
 #[cfg(test)]
 mod tests;
@@ -48,19 +48,18 @@ pub fn plan(
 ) -> Vec<Action> {
     let mut placer = place::Placer::new(state, live, policy, now);
     let avoid = ensure::avoid_vmids(state);
+    let inputs = Inputs {
+        state,
+        live,
+        inflight,
+        policy,
+        now,
+    };
     let mut actions = Vec::new();
     for rec in state.vms().values() {
         let memory = inflight.memory(&rec.spec.name);
-        let mut planner = Planner {
-            state,
-            live,
-            inflight,
-            policy,
-            now,
-            out: &mut actions,
-        };
         if rec.deleting {
-            planner.delete(rec, &memory);
+            inputs.planner(&mut actions).delete(rec, &memory);
             continue;
         }
         // Only the actions this VM adds from here can place it: looking through all of them
@@ -83,14 +82,7 @@ pub fn plan(
         if state.ha_error(&rec.spec.name).is_some() {
             continue;
         }
-        let mut planner = Planner {
-            state,
-            live,
-            inflight,
-            policy,
-            now,
-            out: &mut actions,
-        };
+        let mut planner = inputs.planner(&mut actions);
         // A VM being moved gets the move and nothing else.
         match state.migration(&rec.spec.name) {
             Some(m) => planner.migration(rec, m, &memory),

@@ -7,8 +7,9 @@
 use super::{Action, Clock, Inflight, LiveView, Policy};
 use crate::state::FleetState;
 
-/// The inputs of a pass, borrowed, and the output its actions go to.
-pub(super) struct Planner<'a> {
+/// The inputs of a pass, borrowed.
+#[derive(Clone, Copy)]
+pub(super) struct Inputs<'a> {
     /// The replicated state.
     pub(super) state: &'a FleetState,
     /// What the hosts report.
@@ -19,6 +20,22 @@ pub(super) struct Planner<'a> {
     pub(super) policy: &'a Policy,
     /// The time of the pass.
     pub(super) now: Clock,
+}
+
+impl<'a> Inputs<'a> {
+    /// A planner over these inputs whose actions go to `out`.
+    pub(super) fn planner<'o>(self, out: &'o mut Vec<Action>) -> Planner<'o>
+    where
+        'a: 'o,
+    {
+        Planner { inputs: self, out }
+    }
+}
+
+/// The inputs of a pass and the output its actions go to, in order.
+pub(super) struct Planner<'a> {
+    /// What the pass looks at.
+    pub(super) inputs: Inputs<'a>,
     /// Where the actions go, in order.
     pub(super) out: &'a mut Vec<Action>,
 }
