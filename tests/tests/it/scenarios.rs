@@ -93,6 +93,7 @@ scenarios! {
     leader_stop => "leader-stop",
     one_way_partition => "one-way-partition",
     clock_step => "clock-step",
+    leader_flapping => "leader-flapping",
 }
 
 /// The scenarios whose test checks more than the verdict (in [`NAMES`] for the file check).
