@@ -74,6 +74,21 @@ pub fn next_key() -> Option<(RequestId, u32)> {
         .ok()
 }
 
+/// Where the current request's numbering stands (the number the next proposal gets), if the
+/// task runs as one: taken before a handler's attempt, so a second attempt can start again
+/// from it ([`rewind`]).
+pub fn position() -> Option<u32> {
+    SCOPE.try_with(|s| s.next.get()).ok()
+}
+
+/// Numbers the next proposals from `to` again: a handler that runs its work a second time
+/// (the leader it ran on lost the lead mid-write and won it back) proposes the same keys as
+/// the first time, so a first attempt that committed after all is answered from the state
+/// machine's memory instead of applied twice.
+pub fn rewind(to: u32) {
+    let _ = SCOPE.try_with(|s| s.next.set(to));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +103,28 @@ mod tests {
         // Each scope (each attempt served) counts from 0 again.
         assert_eq!(scope(id, async { next_key() }).await, Some((id, 0)));
         assert_eq!(current(), None);
+    }
+
+    #[tokio::test]
+    async fn a_second_attempt_in_one_scope_proposes_the_same_keys_after_a_rewind() {
+        assert_eq!(position(), None);
+        rewind(3); // outside a scope: nothing to rewind
+        let id = RequestId([9; 16]);
+        let keys = scope(id, async {
+            let first = next_key();
+            let mark = position();
+            let attempt = |_: ()| (next_key(), next_key());
+            let one = attempt(());
+            rewind(mark.unwrap_or(0));
+            let two = attempt(());
+            (first, one, two)
+        })
+        .await;
+        assert_eq!(keys.0, Some((id, 0)));
+        assert_eq!(keys.1, (Some((id, 1)), Some((id, 2))));
+        assert_eq!(
+            keys.1, keys.2,
+            "the retry proposes what the first attempt proposed"
+        );
     }
 }

@@ -51,6 +51,12 @@ impl Ctx {
         Fut: Future<Output = Result<R::Response, RemoteError>>,
     {
         let from_member = caller.peer.is_some_and(|p| p.role == Role::Coordinator);
+        // Where this request's proposal numbers stand before the work: each local attempt
+        // starts from here, so a second one proposes the keys the first did. Numbered on
+        // (key 1 after a first attempt's key 0), a retry after a lost lead applied the write
+        // twice when the first attempt's entry committed after all (chaos seed 27: an
+        // allocation applied twice after a slow leader disk and a leader change).
+        let mark = transport::once::position();
         let mut last = None;
         let mut pause = false;
         for _ in 0..ROUTE_ATTEMPTS {
@@ -60,6 +66,9 @@ impl Ctx {
             pause = true;
             let leader = self.leader().await?;
             if leader.id == self.node_id {
+                if let Some(mark) = mark {
+                    transport::once::rewind(mark);
+                }
                 match local(req.clone()).await {
                     Err(e) if is_not_leader(&e) && !from_member => last = Some(e),
                     other => return other,

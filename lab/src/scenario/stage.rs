@@ -129,7 +129,11 @@ impl Stage<'_> {
             }
             Action::RestartAgent(_) => {
                 let i = self.agent(&on())?;
-                self.lab.start_agent(i).await.map_err(|e| e.to_string())?;
+                // Already running: its host's boot started it (a guard's reset while it was
+                // down); as `systemctl start` of a running unit, nothing to do.
+                if !self.lab.runs(Part::Agent(i)) {
+                    self.lab.start_agent(i).await.map_err(|e| e.to_string())?;
+                }
             }
             Action::StopAgent(_) => {
                 let i = self.agent(&on())?;
