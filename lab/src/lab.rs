@@ -523,11 +523,48 @@ impl Lab {
     /// # Errors
     /// [`LabError::NoSuchPart`] if it runs already, else what the start failed on.
     pub async fn start_member(&mut self, i: usize) -> Result<(), LabError> {
+        let (what, run, log) = self.member_run(i)?;
+        let stderr = self.options.stderr;
+        let (process, line) = Process::start(&what, run, &log, stderr, READY_WAIT).await?;
+        let ready: MemberReady = parse_ready(&process, &line)?;
+        let member = self
+            .members
+            .get_mut(i)
+            .ok_or_else(|| LabError::NoSuchPart(format!("no member {i}")))?;
+        member.node_id = ready.node_id;
+        member.http = Some(ready.http);
+        member.dashboard = ready.dashboard;
+        member.process = Some(process);
+        Ok(())
+    }
+
+    /// Runs member `i` again without waiting for its ready line (systemd restarting a member
+    /// that failed: it settles on its own while the caller goes on). Its HTTP and dashboard
+    /// addresses are unknown until a [`Lab::start_member`].
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if it runs already, else what the spawn failed on.
+    pub fn spawn_member(&mut self, i: usize) -> Result<(), LabError> {
+        let (what, run, log) = self.member_run(i)?;
+        let stderr = self.options.stderr;
+        let process = Process::spawn(&what, run, &log, stderr)?;
+        let member = self
+            .members
+            .get_mut(i)
+            .ok_or_else(|| LabError::NoSuchPart(format!("no member {i}")))?;
+        member.http = None;
+        member.dashboard = None;
+        member.process = Some(process);
+        Ok(())
+    }
+
+    /// Member `i`'s name, `run` command and log, checking it is not running.
+    fn member_run(&mut self, i: usize) -> Result<(String, Command, PathBuf), LabError> {
         if self.runs(Part::Member(i)) {
             return Err(LabError::NoSuchPart(format!("member {i} runs already")));
         }
         let program = self.options.binaries.path(COORDINATOR)?;
-        let (stderr, filter) = (self.options.stderr, self.options.log_filter.clone());
+        let filter = self.options.log_filter.clone();
         let mut args = self.options.member_args.clone();
         if self.options.dashboard {
             let scenarios = self.layout.root.join("scenarios");
@@ -550,14 +587,7 @@ impl Lab {
             .args(&args)
             .env("RUST_LOG", filter)
             .envs(member.env.iter().map(|(k, v)| (k, v)));
-        let what = format!("coordinator {}", member.n);
-        let (process, line) = Process::start(&what, run, &member.log, stderr, READY_WAIT).await?;
-        let ready: MemberReady = parse_ready(&process, &line)?;
-        member.node_id = ready.node_id;
-        member.http = Some(ready.http);
-        member.dashboard = ready.dashboard;
-        member.process = Some(process);
-        Ok(())
+        Ok((format!("coordinator {}", member.n), run, member.log.clone()))
     }
 
     /// Writes the CLI configuration: the founder's admin certificate, every member so far
@@ -1032,6 +1062,18 @@ impl Lab {
         let mut out = Vec::new();
         for (i, a) in self.agents.iter_mut().enumerate() {
             if a.process.as_mut().is_some_and(|p| p.exited().is_some()) {
+                out.push(i);
+            }
+        }
+        out
+    }
+
+    /// The members whose process exited on its own and is not forgotten yet (a failed disk,
+    /// a crash).
+    pub fn exited_members(&mut self) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (i, m) in self.members.iter_mut().enumerate() {
+            if m.process.as_mut().is_some_and(|p| p.exited().is_some()) {
                 out.push(i);
             }
         }

@@ -43,6 +43,8 @@ use crate::sim_control::SimControl;
 
 /// The sampler's per-call timeout (a silent fleet must not stall the samples).
 const SAMPLE_CALL_TIMEOUT: Duration = Duration::from_millis(800);
+/// systemd's RestartSec of the coordinator's unit (packaging/systemd/pvefleet-coordinator.service).
+const MEMBER_RESTART_SEC: Duration = Duration::from_secs(5);
 /// The hard limit of the whole bring-up (every step has its own wait within it).
 const BRING_UP_LIMIT: Duration = Duration::from_secs(300);
 /// How a run is made.
@@ -312,6 +314,8 @@ async fn play(
     let mut disturbance = Disturbance::default();
     // Agents to start again once their host has booted: (when, agent, host).
     let mut boots: Vec<(Instant, usize, String)> = Vec::new();
+    // Members a failure stopped, and when systemd starts them again.
+    let mut restarts: Vec<(Instant, usize)> = Vec::new();
     let mut stage = Stage {
         lab,
         scenario,
@@ -450,9 +454,29 @@ async fn play(
                             }
                         }
                     }
+                    // A member gone on its own (its disk failed): systemd's Restart=on-failure
+                    // starts it again after RestartSec (5 s), as on a real host.
+                    for i in stage.lab.exited_members() {
+                        if scenario.boot_after_reset.is_some() {
+                            restarts.push((Instant::now() + MEMBER_RESTART_SEC, i));
+                        }
+                    }
                     stage.lab.forget_exited();
                 }
                 let now = Instant::now();
+                let (due, later): (Vec<_>, Vec<_>) = restarts.drain(..).partition(|(at, _)| *at <= now);
+                restarts = later;
+                for (_, i) in due {
+                    let host = scenario.coordinators.get(i).cloned().unwrap_or_default();
+                    if stage.lab.runs(Part::Member(i)) || disturbance.is_off(&host) {
+                        continue;
+                    }
+                    let text = match stage.lab.spawn_member(i) {
+                        Ok(()) => format!("coordinator {} on {host} restarted by systemd (Restart=on-failure)", i + 1),
+                        Err(e) => format!("coordinator {} on {host} did not restart: {e}", i + 1),
+                    };
+                    emit(&mut rec, observer, TimelineEntry::new(sample.t_ms, EntryKind::Note, text));
+                }
                 let (due, later): (Vec<_>, Vec<_>) = boots.drain(..).partition(|(at, _, _)| *at <= now);
                 boots = later;
                 for (_, i, host) in due {
