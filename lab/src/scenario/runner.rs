@@ -43,6 +43,22 @@ use crate::sim_control::SimControl;
 
 /// The sampler's per-call timeout (a silent fleet must not stall the samples).
 const SAMPLE_CALL_TIMEOUT: Duration = Duration::from_millis(800);
+/// Whether `action` decides the state of the member on its host (so a pending restart of it
+/// is dropped).
+fn takes_member(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::StopCoordinator(_)
+            | Action::KillCoordinator(_)
+            | Action::RestartCoordinator(_)
+            | Action::HealDisk(_)
+            | Action::PowerOff(_)
+            | Action::PowerOn(_)
+            | Action::Reset(_)
+            | Action::Shutdown(..)
+    )
+}
+
 /// systemd's RestartSec of the coordinator's unit (packaging/systemd/pvefleet-coordinator.service).
 const MEMBER_RESTART_SEC: Duration = Duration::from_secs(5);
 /// The hard limit of the whole bring-up (every step has its own wait within it).
@@ -391,6 +407,16 @@ async fn play(
                 let peer = acted.as_ref().ok().and_then(|a| a.peer.clone());
                 if acted.is_ok() {
                     disturbance.played(t_ms, &event.action, host.as_deref(), peer.as_deref());
+                }
+                // An event that starts, stops or kills the member (or its host) takes it over
+                // from the restart systemd would make: a member stopped by an operator stays
+                // stopped, as after `systemctl stop`.
+                if let Some(m) = host
+                    .as_deref()
+                    .and_then(|h| scenario.coordinators.iter().position(|c| c == h))
+                    && takes_member(&event.action)
+                {
+                    restarts.retain(|(_, i)| *i != m);
                 }
                 let text = event.action.describe(host.as_deref());
                 let (error, refused) = match (acted, event.refusal) {
