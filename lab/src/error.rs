@@ -91,6 +91,31 @@ pub enum LabError {
         /// What each listener answered, or why the client could not be made.
         reason: String,
     },
+    /// An `ip` command failed.
+    #[error("ip {args} failed: {reason} (hosts in network namespaces need root and iproute2)")]
+    Ip {
+        /// Its arguments.
+        args: String,
+        /// Its exit status and output.
+        reason: String,
+    },
+    /// An `nft` script was refused in a namespace.
+    #[error("nft in {netns} failed: {reason} (hosts in network namespaces need nftables)")]
+    Nft {
+        /// The namespace.
+        netns: String,
+        /// Its exit status and output.
+        reason: String,
+    },
+    /// A thread could not move into a network namespace.
+    #[error("cannot enter the network namespace {netns}: {source}")]
+    Enter {
+        /// The namespace.
+        netns: String,
+        /// The system's reason.
+        #[source]
+        source: std::io::Error,
+    },
     /// Writing a file of the lab failed.
     #[error("cannot write {}: {source}", path.display())]
     Write {

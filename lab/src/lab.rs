@@ -30,6 +30,7 @@ use crate::error::LabError;
 use crate::host::{AgentFiles, HostOptions, PveAccess, write_agent_config};
 use crate::join_step::{join_command_in, run_join};
 use crate::layout::{Layout, free_loopback_addr};
+use crate::loopback_forward::LoopbackForward;
 use crate::netns::command_in;
 use crate::process::{Process, Stderr, Stopped, log_tail, run_step};
 use crate::pve_cluster::{PveCluster, PveClusterOptions};
@@ -193,6 +194,8 @@ pub struct Teardown {
 pub struct Lab {
     // Declared first: dropped (killed) first; then the clusters their hosts are nodes of.
     agents: Vec<Agent>,
+    /// How agents in namespaces of their own reach their PVE processes.
+    forwards: Vec<LoopbackForward>,
     pve_clusters: Vec<PveCluster>,
     members: Vec<Member>,
     layout: Layout,
@@ -249,6 +252,7 @@ impl Lab {
         let layout = Layout::create(options.dir.as_deref(), &options.prefix)?;
         Ok(Lab {
             agents: Vec::new(),
+            forwards: Vec::new(),
             pve_clusters: Vec::new(),
             members: Vec::new(),
             layout,
@@ -733,12 +737,6 @@ impl Lab {
     /// token): its PVE host process started first when it needs one, its configuration written.
     async fn prepare_agent(&mut self, opts: &HostOptions) -> Result<(Agent, Command), LabError> {
         let host = opts.name.clone();
-        if opts.netns.is_some() && opts.needs_pve_process() {
-            return Err(LabError::NoSuchPart(format!(
-                "host {host}: only an agent with the sim backend runs in a network namespace \
-                 (its PVE process would listen outside it)"
-            )));
-        }
         let bins = self.options.binaries.clone();
         let cluster_access = match &opts.pve_cluster {
             Some(cluster) => Some(self.cluster_access(opts, cluster)?),
@@ -778,6 +776,24 @@ impl Lab {
             PveAccess::Sim | PveAccess::Https => None,
         };
         let access = cluster_access.or_else(|| pve.as_ref().map(PveNode::access));
+        // An agent in a namespace of its own reaches its PVE process, which listens on the
+        // lab's loopback, through the same port of its namespace's loopback.
+        if let (Some(ns), Some(access)) = (&opts.netns, &access) {
+            let port = access
+                .url
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.trim_end_matches('/').parse::<u16>().ok())
+                .ok_or_else(|| {
+                    LabError::NoSuchPart(format!("host {host}: no port in {}", access.url))
+                })?;
+            if !self
+                .forwards
+                .iter()
+                .any(|f| f.forwards() == (ns.as_str(), port))
+            {
+                self.forwards.push(LoopbackForward::start(ns, port)?);
+            }
+        }
         let files = write_agent_config(
             opts,
             &data_dir,
@@ -1105,6 +1121,7 @@ impl Lab {
             .filter_map(|a| a.process.take())
             .collect();
         stop_all(agents, &mut teardown).await;
+        self.forwards.clear();
         // Before their PVE hosts stop: a guard whose agent left it armed would reset them.
         crate::guards::end_guards(&self.agent_dirs());
         let hosts = self

@@ -17,6 +17,7 @@
 //! it through [`fake_systemd`]. The stores' crash tests kill their child process at a chosen
 //! step with [`crash_child`].
 
+pub mod arp;
 pub mod binaries;
 pub mod chaos;
 pub mod crash_child;
@@ -24,10 +25,12 @@ pub mod error;
 pub mod fake_systemd;
 mod guards;
 pub mod host;
+pub mod host_network;
 pub mod join_step;
 pub mod lab;
 pub mod layout;
 pub mod linearizability;
+pub mod loopback_forward;
 pub mod netns;
 pub mod partition;
 pub mod process;
@@ -35,6 +38,7 @@ pub mod pve_cluster;
 pub mod pve_node;
 pub mod scenario;
 pub mod sim_control;
+pub mod vip_probe;
 
 pub use binaries::Binaries;
 pub use error::LabError;

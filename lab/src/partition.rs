@@ -24,6 +24,14 @@
 //! `output` fails the sender's `sendmsg` with `EPERM`, which no real partition does; at `input`
 //! the datagram is lost silently, as on a cut link.
 //!
+//! A lab whose hosts each run in a network namespace of their own, plugged into a bridge of
+//! the caller's namespace ([`crate::host_network`], host `N` = `10.213.0.N`), is cut the same
+//! way where those packets meet: in a `bridge` table, on the bridge's `forward` hook, as the
+//! bridge passes a frame from one host's port to another's ([`Wiring::Bridge`]). Only IPv4 UDP
+//! is dropped, so ARP still reaches every host (the lab's VIP prober asks all of them), and
+//! the caller's own traffic to a host (admin calls from the bridge's address) is never
+//! forwarded, so never cut.
+//!
 //! The rules are written with the `nft` program, the whole table at once on its stdin
 //! (`nft -f -`, one transaction); its output is never parsed. The table goes with
 //! [`Partitions::remove`] or, best effort, when the value drops.
@@ -40,8 +48,10 @@ use tokio::process::Command;
 
 use crate::error::LabError;
 
-/// The nftables table holding the cuts (family `inet`).
+/// The nftables table holding the cuts (family `inet`, or `bridge` with [`Wiring::Bridge`]).
 pub const TABLE: &str = "pvf_scenario";
+/// The network of the hosts' addresses on a bridge ([`Wiring::Bridge`]).
+pub const BRIDGE_NET: Ipv4Addr = Ipv4Addr::new(10, 213, 0, 0);
 /// The network of the hosts' addresses.
 pub const HOSTS_NET: Ipv4Addr = Ipv4Addr::new(127, 0, 1, 0);
 /// Its prefix length.
@@ -56,18 +66,65 @@ pub fn host_address(n: u32) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(127, 0, 1, last))
 }
 
-/// Whether `addr` is a host address [`Partitions`] can cut (127.0.1.1 to 127.0.1.254).
-fn host_v4(addr: IpAddr) -> Result<Ipv4Addr, LabError> {
-    match addr {
-        IpAddr::V4(v4)
-            if v4.octets()[..3] == HOSTS_NET.octets()[..3]
-                && (1..255).contains(&v4.octets()[3]) =>
-        {
-            Ok(v4)
+/// Where the hosts' fleet packets meet, and so where they are cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Wiring {
+    /// Every host on this namespace's loopback, host `N` at `127.0.1.N`: packets dropped on
+    /// delivery (`inet` table, hook `input`).
+    #[default]
+    Loopback,
+    /// Every host in a namespace of its own plugged into a bridge of this one, host `N` at
+    /// `10.213.0.N`: frames dropped as the bridge forwards them (`bridge` table, hook
+    /// `forward`).
+    Bridge,
+}
+
+impl Wiring {
+    /// The network of the host addresses (a /24).
+    pub fn net(self) -> Ipv4Addr {
+        match self {
+            Wiring::Loopback => HOSTS_NET,
+            Wiring::Bridge => BRIDGE_NET,
         }
-        _ => Err(LabError::NoSuchPart(format!(
-            "{addr} is not a host address of the partition testbed (127.0.1.1 to 127.0.1.254)"
-        ))),
+    }
+
+    /// Host `n`'s address (`n` is 1..=254; a larger one gives `.255`, which [`Partitions`]
+    /// refuses).
+    pub fn host_address(self, n: u32) -> IpAddr {
+        let last = u8::try_from(n).ok().filter(|n| *n < 255).unwrap_or(255);
+        let [a, b, c, _] = self.net().octets();
+        IpAddr::V4(Ipv4Addr::new(a, b, c, last))
+    }
+
+    fn family(self) -> &'static str {
+        match self {
+            Wiring::Loopback => "inet",
+            Wiring::Bridge => "bridge",
+        }
+    }
+
+    fn hook(self) -> &'static str {
+        match self {
+            Wiring::Loopback => "input",
+            Wiring::Bridge => "forward",
+        }
+    }
+
+    /// Whether `addr` is a host address [`Partitions`] can cut (`.1` to `.254` of
+    /// [`Wiring::net`]).
+    fn host_v4(self, addr: IpAddr) -> Result<Ipv4Addr, LabError> {
+        let net = self.net();
+        match addr {
+            IpAddr::V4(v4)
+                if v4.octets()[..3] == net.octets()[..3] && (1..255).contains(&v4.octets()[3]) =>
+            {
+                Ok(v4)
+            }
+            _ => Err(LabError::NoSuchPart(format!(
+                "{addr} is not a host address of the partition testbed ({a}1 to {a}254)",
+                a = net.to_string().trim_end_matches('0')
+            ))),
+        }
     }
 }
 
@@ -112,11 +169,12 @@ impl Cuts {
 /// The `nft -f` script that replaces the table with one holding `cuts` (none: the table with
 /// no rules). The leading `table` line makes the `delete` succeed when the table does not
 /// exist yet.
-pub fn ruleset(cuts: &Cuts) -> String {
-    let net = format!("{HOSTS_NET}/{HOSTS_PREFIX}");
+pub fn ruleset(cuts: &Cuts, wiring: Wiring) -> String {
+    let net = format!("{}/{HOSTS_PREFIX}", wiring.net());
+    let (family, hook) = (wiring.family(), wiring.hook());
     let mut text = format!(
-        "table inet {TABLE}\ndelete table inet {TABLE}\ntable inet {TABLE} {{\n\tchain input {{\n\
-         \t\ttype filter hook input priority filter; policy accept;\n"
+        "table {family} {TABLE}\ndelete table {family} {TABLE}\ntable {family} {TABLE} {{\n\
+         \tchain {hook} {{\n\t\ttype filter hook {hook} priority filter; policy accept;\n"
     );
     // Writing to a String cannot fail.
     let from = |text: &mut String, a: Ipv4Addr, extra: &str| {
@@ -155,14 +213,16 @@ pub fn ruleset(cuts: &Cuts) -> String {
 }
 
 /// The `nft -f` script that removes the table (whether or not it exists).
-pub fn removal() -> String {
-    format!("table inet {TABLE}\ndelete table inet {TABLE}\n")
+pub fn removal(wiring: Wiring) -> String {
+    let family = wiring.family();
+    format!("table {family} {TABLE}\ndelete table {family} {TABLE}\n")
 }
 
 /// The hosts cut off from each other, as nftables rules of the current network namespace.
 #[derive(Debug)]
 pub struct Partitions {
     nft: PathBuf,
+    wiring: Wiring,
     cuts: Cuts,
     /// Whether the table may exist (removed on drop).
     installed: bool,
@@ -186,9 +246,22 @@ impl Partitions {
     pub fn with_program(nft: PathBuf) -> Partitions {
         Partitions {
             nft,
+            wiring: Wiring::Loopback,
             cuts: Cuts::default(),
             installed: false,
         }
+    }
+
+    /// The same for hosts wired as `wiring` (before anything is cut).
+    #[must_use]
+    pub fn wired(mut self, wiring: Wiring) -> Partitions {
+        self.wiring = wiring;
+        self
+    }
+
+    /// How the hosts are wired.
+    pub fn wiring(&self) -> Wiring {
+        self.wiring
     }
 
     /// The addresses cut off now.
@@ -205,10 +278,11 @@ impl Partitions {
     /// again changes nothing.
     ///
     /// # Errors
-    /// [`LabError::NoSuchPart`] for an address outside 127.0.1.1..=254; [`LabError::Spawn`] or
+    /// [`LabError::NoSuchPart`] for an address that is no host's (`.1` to `.254` of
+    /// [`Wiring::net`]); [`LabError::Spawn`] or
     /// [`LabError::Step`] if `nft` cannot run or refuses (nothing changes then).
     pub async fn cut(&mut self, addr: IpAddr) -> Result<(), LabError> {
-        let v4 = host_v4(addr)?;
+        let v4 = self.wiring.host_v4(addr)?;
         let mut next = self.cuts.clone();
         next.both.insert(v4);
         self.apply(next).await
@@ -220,7 +294,7 @@ impl Partitions {
     /// # Errors
     /// As [`Partitions::cut`].
     pub async fn cut_one_way(&mut self, addr: IpAddr, inbound: bool) -> Result<(), LabError> {
-        let v4 = host_v4(addr)?;
+        let v4 = self.wiring.host_v4(addr)?;
         let mut next = self.cuts.clone();
         if inbound {
             next.inbound.insert(v4);
@@ -235,7 +309,7 @@ impl Partitions {
     /// # Errors
     /// As [`Partitions::cut`]; [`LabError::NoSuchPart`] when `a` is `b`.
     pub async fn cut_link(&mut self, a: IpAddr, b: IpAddr) -> Result<(), LabError> {
-        let (a, b) = (host_v4(a)?, host_v4(b)?);
+        let (a, b) = (self.wiring.host_v4(a)?, self.wiring.host_v4(b)?);
         if a == b {
             return Err(LabError::NoSuchPart(format!(
                 "a link joins two hosts: {a} twice"
@@ -252,7 +326,7 @@ impl Partitions {
     /// # Errors
     /// As [`Partitions::cut`]; [`LabError::NoSuchPart`] for a percentage outside 1 to 100.
     pub async fn lossy(&mut self, addr: IpAddr, percent: u8) -> Result<(), LabError> {
-        let v4 = host_v4(addr)?;
+        let v4 = self.wiring.host_v4(addr)?;
         if !(1..=100).contains(&percent) {
             return Err(LabError::NoSuchPart(format!(
                 "a loss of {percent} %: expected 1 to 100"
@@ -268,7 +342,7 @@ impl Partitions {
     /// # Errors
     /// As [`Partitions::cut`].
     pub async fn heal(&mut self, addr: IpAddr) -> Result<(), LabError> {
-        let v4 = host_v4(addr)?;
+        let v4 = self.wiring.host_v4(addr)?;
         let next = self.cuts.without(v4);
         self.apply(next).await
     }
@@ -287,7 +361,7 @@ impl Partitions {
     /// [`LabError::Spawn`] or [`LabError::Step`] from `nft`.
     pub async fn remove(mut self) -> Result<(), LabError> {
         if self.installed {
-            run_nft(&self.nft, &removal()).await?;
+            run_nft(&self.nft, &removal(self.wiring)).await?;
         }
         self.installed = false;
         self.cuts = Cuts::default();
@@ -296,7 +370,7 @@ impl Partitions {
 
     async fn apply(&mut self, next: Cuts) -> Result<(), LabError> {
         self.installed = true;
-        run_nft(&self.nft, &ruleset(&next)).await?;
+        run_nft(&self.nft, &ruleset(&next, self.wiring)).await?;
         self.cuts = next;
         Ok(())
     }
@@ -317,7 +391,7 @@ impl Drop for Partitions {
             .spawn();
         if let Ok(mut child) = child {
             if let Some(mut stdin) = child.stdin.take() {
-                let _ = stdin.write_all(removal().as_bytes());
+                let _ = stdin.write_all(removal(self.wiring).as_bytes());
             }
             let _ = child.wait();
         }
@@ -326,7 +400,7 @@ impl Drop for Partitions {
 
 /// `nft -f -` with `script` on its stdin.
 async fn run_nft(nft: &Path, script: &str) -> Result<(), LabError> {
-    let what = format!("nft -f - (table inet {TABLE})");
+    let what = format!("nft -f - (table {TABLE})");
     let spawn = |source| LabError::Spawn {
         what: what.clone(),
         source,
@@ -366,9 +440,12 @@ mod tests {
         assert_eq!(host_address(1), "127.0.1.1".parse::<IpAddr>().unwrap());
         assert_eq!(host_address(254), "127.0.1.254".parse::<IpAddr>().unwrap());
         assert_eq!(host_address(300), "127.0.1.255".parse::<IpAddr>().unwrap());
-        assert!(host_v4(host_address(3)).is_ok());
+        assert!(Wiring::Loopback.host_v4(host_address(3)).is_ok());
         for bad in ["127.0.1.255", "127.0.1.0", "127.0.0.1", "10.0.1.3", "::1"] {
-            let e = host_v4(bad.parse().unwrap()).unwrap_err().to_string();
+            let e = Wiring::Loopback
+                .host_v4(bad.parse().unwrap())
+                .unwrap_err()
+                .to_string();
             assert!(
                 e.contains(bad) && e.contains("127.0.1.1 to 127.0.1.254"),
                 "{e}"
@@ -386,7 +463,7 @@ mod tests {
             ..Cuts::default()
         };
         assert_eq!(
-            ruleset(&cut),
+            ruleset(&cut, Wiring::Loopback),
             "table inet pvf_scenario\n\
              delete table inet pvf_scenario\n\
              table inet pvf_scenario {\n\
@@ -412,7 +489,7 @@ mod tests {
             lossy: BTreeMap::from([(b, 20)]),
             ..Cuts::default()
         };
-        let text = ruleset(&cuts);
+        let text = ruleset(&cuts, Wiring::Loopback);
         let rules: Vec<&str> = text.lines().filter(|l| l.contains("drop")).collect();
         assert_eq!(
             rules,
@@ -434,12 +511,40 @@ mod tests {
 
     #[test]
     fn healing_everything_leaves_the_table_without_rules_and_removal_deletes_it() {
-        let healed = ruleset(&Cuts::default());
+        let healed = ruleset(&Cuts::default(), Wiring::Loopback);
         assert!(healed.contains("chain input"), "{healed}");
         assert!(!healed.contains("drop"), "{healed}");
         assert_eq!(
-            removal(),
+            removal(Wiring::Loopback),
             "table inet pvf_scenario\ndelete table inet pvf_scenario\n"
+        );
+    }
+
+    #[test]
+    fn hosts_on_a_bridge_are_cut_where_the_bridge_forwards_between_them() {
+        let w = Wiring::Bridge;
+        assert_eq!(w.host_address(4), "10.213.0.4".parse::<IpAddr>().unwrap());
+        let e = w.host_v4(host_address(4)).unwrap_err().to_string();
+        assert!(e.contains("10.213.0.1 to 10.213.0.254"), "{e}");
+        let cut = Cuts {
+            both: BTreeSet::from([Ipv4Addr::new(10, 213, 0, 2)]),
+            ..Cuts::default()
+        };
+        assert_eq!(
+            ruleset(&cut, w),
+            "table bridge pvf_scenario\n\
+             delete table bridge pvf_scenario\n\
+             table bridge pvf_scenario {\n\
+             \tchain forward {\n\
+             \t\ttype filter hook forward priority filter; policy accept;\n\
+             \t\tmeta l4proto udp ip saddr 10.213.0.2 ip daddr 10.213.0.0/24 ip daddr != 10.213.0.2 drop\n\
+             \t\tmeta l4proto udp ip daddr 10.213.0.2 ip saddr 10.213.0.0/24 ip saddr != 10.213.0.2 drop\n\
+             \t}\n\
+             }\n"
+        );
+        assert_eq!(
+            removal(w),
+            "table bridge pvf_scenario\ndelete table bridge pvf_scenario\n"
         );
     }
 

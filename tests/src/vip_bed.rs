@@ -430,7 +430,7 @@ impl VipBed {
         thread
             .join()
             .map_err(|_| BedError::NoSuch("the wipe thread panicked".into()))??;
-        host.netns.nft("flush ruleset\n")
+        Ok(host.netns.nft("flush ruleset\n")?)
     }
 
     /// Starts part `part` again (a member or an agent that was killed or stopped).

@@ -23,9 +23,10 @@ use super::observer::Observer;
 use super::preload::Preload;
 use super::sampler::SimSource;
 use crate::error::LabError;
-use crate::host::{HostOptions, PveAccess};
+use crate::host::{HostOptions, PveAccess, VipHolding};
+use crate::host_network::HostNetwork;
 use crate::lab::{Lab, MemberAt};
-use crate::partition::host_address;
+use crate::partition::Wiring;
 use crate::pve_cluster::{PveClusterOptions, PveNodeOptions};
 
 /// How long the members may take to become voters, and the hosts to come online.
@@ -42,6 +43,9 @@ pub(crate) struct Started {
     pub(crate) startup: Duration,
 }
 
+/// A member's QUIC port in a host namespace of its own (nothing else listens there).
+const MEMBER_PORT: u16 = 7400;
+
 /// A free UDP port on host `n`'s own address.
 fn member_address(ip: IpAddr) -> Result<SocketAddr, ScenarioError> {
     UdpSocket::bind((ip, 0))
@@ -52,13 +56,24 @@ fn member_address(ip: IpAddr) -> Result<SocketAddr, ScenarioError> {
 pub(crate) async fn bring_up(
     scenario: &Scenario,
     lab: &mut Lab,
+    network: Option<&HostNetwork>,
     observer: &mut dyn Observer,
 ) -> Result<Started, ScenarioError> {
+    let wiring = if network.is_some() {
+        Wiring::Bridge
+    } else {
+        Wiring::Loopback
+    };
     let address = |host: &str| -> Result<IpAddr, ScenarioError> {
         scenario
             .host_number(host)
-            .map(host_address)
+            .map(|n| wiring.host_address(n))
             .ok_or_else(|| ScenarioError::invalid("fleet.coordinators", format!("no host {host}")))
+    };
+    let netns = |host: &str| -> Option<String> {
+        network
+            .and_then(|n| n.host(host))
+            .map(|h| h.netns.name().to_string())
     };
     let preload = Preload::for_scenario(scenario, lab.root(), lab.binaries())?;
     for h in &scenario.hosts {
@@ -66,9 +81,13 @@ pub(crate) async fn bring_up(
     }
     for (i, host) in scenario.coordinators.iter().enumerate() {
         let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let listen = match netns(host) {
+            Some(_) => SocketAddr::new(address(host)?, MEMBER_PORT),
+            None => member_address(address(host)?)?,
+        };
         let at = MemberAt {
-            netns: None,
-            listen: Some(member_address(address(host)?)?),
+            netns: netns(host),
+            listen: Some(listen),
             env: preload.member_env(host, &lab.layout().coordinator_dir(n)),
         };
         if i == 0 {
@@ -128,6 +147,10 @@ pub(crate) async fn bring_up(
         opts.memory_gib = h.memory_gib;
         opts.labels = h.labels.clone();
         opts.pve_cluster = h.pve_cluster.clone();
+        if let Some(ns) = netns(&h.name) {
+            // VIPs held for real: addresses on the host's vmbr0, answered by its kernel.
+            opts = opts.in_netns(ns).with_vip_holding(VipHolding::Host);
+        }
         for (key, value) in preload.agent_env(&h.name) {
             opts = opts.with_agent_env(&key, &value);
         }

@@ -252,14 +252,20 @@ pub fn evaluate(check: &Check, ctx: &ExpectContext<'_>) -> (bool, String) {
             (met, seen.join(", "))
         }
         Check::Vip { vip, holder, held } => {
-            let Some(fleet) = ctx.fleet else {
-                return (false, "the fleet never answered".to_string());
+            // Hosts holding VIPs for real: who answers ARP for it now, as a client sees it.
+            let (holders, how) = match ctx.sample.answers.get(vip) {
+                Some(a) => (a.now.clone(), "answered for by"),
+                None => {
+                    let Some(fleet) = ctx.fleet else {
+                        return (false, "the fleet never answered".to_string());
+                    };
+                    (fleet.vips.get(vip).cloned().unwrap_or_default(), "held by")
+                }
             };
-            let holders = fleet.vips.get(vip).cloned().unwrap_or_default();
             let seen = if holders.is_empty() {
-                format!("vip {vip} held by nobody")
+                format!("vip {vip} {how} nobody")
             } else {
-                format!("vip {vip} held by {}", holders.join(" and "))
+                format!("vip {vip} {how} {}", holders.join(" and "))
             };
             let mut met = true;
             if let Some(h) = held {

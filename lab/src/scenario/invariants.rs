@@ -177,6 +177,18 @@ impl Invariants {
                 ));
             }
         }
+        // 4, as a client sees it: never two hosts answering one request for a VIP.
+        for (vip, a) in &sample.answers {
+            if a.most.len() > 1 {
+                out.push(violation(
+                    Invariant::OneVipOwner,
+                    format!(
+                        "VIP {vip}: {} answered one ARP request for it",
+                        a.most.join(" and ")
+                    ),
+                ));
+            }
+        }
         if let Some(fleet) = &sample.fleet {
             for name in &self.vms {
                 let must_stop = fleet.vms.get(name).is_some_and(|v| v.must_be_stopped());
@@ -215,8 +227,10 @@ impl Invariants {
                     }
                 }
             }
-            // 7. A VIP that could be held is held.
-            for (vip, holders) in &fleet.vips {
+            // 7. A VIP that could be held is held: answered for on the hosts' network when
+            // they hold VIPs for real, else held as the leader reports.
+            for (vip, reported) in &fleet.vips {
+                let holders = sample.answers.get(vip).map_or(reported, |a| &a.most);
                 let holdable = fleet.vip_hosts.get(vip).is_some_and(|hosts| {
                     hosts.iter().any(|h| {
                         fleet
@@ -230,17 +244,22 @@ impl Invariants {
                     self.unheld_since.remove(vip);
                     continue;
                 }
-                let (since, reported) = self
+                let (since, said) = self
                     .unheld_since
                     .entry(vip.clone())
                     .or_insert((sample.t_ms, false));
-                if sample.t_ms - *since > VIP_UNHELD_BOUND_MS && !*reported {
-                    *reported = true;
+                if sample.t_ms - *since > VIP_UNHELD_BOUND_MS && !*said {
+                    *said = true;
+                    let how = if sample.answers.contains_key(vip) {
+                        "no host has answered ARP for it"
+                    } else {
+                        "it has had no holder"
+                    };
                     out.push(violation(
                         Invariant::VipHeld,
                         format!(
-                            "VIP {vip} has had no holder for {:.1} s while a healthy host it \
-                             admits was online",
+                            "VIP {vip}: {how} for {:.1} s while a healthy host it admits was \
+                             online",
                             (sample.t_ms - *since) as f64 / 1000.0
                         ),
                     ));
@@ -595,6 +614,63 @@ mod tests {
                     .observe(&at(t, vec![], Unreachable), &alone)
                     .iter()
                     .all(|v| v.invariant != Invariant::VipHeld)
+            );
+        }
+    }
+
+    #[test]
+    fn two_hosts_answering_one_arp_request_break_rule_four_even_without_a_leader() {
+        let mut s = sample(1000, vec![], &[], &[]);
+        s.fleet = None;
+        s.answers.insert(
+            "web".into(),
+            super::super::sample::VipAnswerSample {
+                now: vec!["pve-b".into()],
+                most: vec!["pve-a".into(), "pve-b".into()],
+                asked: 10,
+            },
+        );
+        let mut checker = Invariants::new(names(), &BTreeSet::new());
+        let v = checker.observe(&s, &Disturbance::default());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].invariant, Invariant::OneVipOwner);
+        assert!(v[0].detail.contains("pve-a and pve-b answered"), "{v:?}");
+    }
+
+    #[test]
+    fn with_hosts_holding_vips_for_real_rule_seven_asks_who_answers_not_the_leader() {
+        // The leader says pve-a holds it, but nobody answers: unheld.
+        let at = |t: i64, answered: Vec<String>| {
+            let mut s = sample(t, vec![], &[("pve-a", Online)], &[]);
+            if let Some(f) = s.fleet.as_mut() {
+                f.vips.insert("web".into(), vec!["pve-a".into()]);
+                f.vip_hosts.insert("web".into(), vec!["pve-a".into()]);
+            }
+            s.answers.insert(
+                "web".into(),
+                super::super::sample::VipAnswerSample {
+                    now: answered.clone(),
+                    most: answered,
+                    asked: 10,
+                },
+            );
+            s
+        };
+        let alone = Disturbance::default();
+        let mut checker = Invariants::new(names(), &BTreeSet::new());
+        let mut seen = Vec::new();
+        for t in (0..=VIP_UNHELD_BOUND_MS + 400).step_by(200) {
+            seen.extend(checker.observe(&at(t, vec![]), &alone));
+        }
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(seen[0].invariant, Invariant::VipHeld);
+        assert!(seen[0].detail.contains("answered ARP"), "{seen:?}");
+        let mut checker = Invariants::new(names(), &BTreeSet::new());
+        for t in (0..=VIP_UNHELD_BOUND_MS * 2).step_by(200) {
+            assert!(
+                checker
+                    .observe(&at(t, vec!["pve-a".into()]), &alone)
+                    .is_empty()
             );
         }
     }

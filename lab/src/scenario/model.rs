@@ -109,6 +109,8 @@ pub enum Target {
     HostOf(String),
     /// `@event[N]`: the host event `N` acted on.
     Event(usize),
+    /// `@vip:NAME`: the host the fleet has VIP `NAME`'s ownership on then.
+    VipOwner(String),
 }
 
 impl fmt::Display for Target {
@@ -118,6 +120,7 @@ impl fmt::Display for Target {
             Target::Leader => f.write_str("@leader"),
             Target::HostOf(vm) => write!(f, "@vm:{vm}"),
             Target::Event(i) => write!(f, "@event[{i}]"),
+            Target::VipOwner(vip) => write!(f, "@vip:{vip}"),
         }
     }
 }

@@ -4,6 +4,8 @@
 //! ```text
 //!  bring up: members on 127.0.1.N ─▶ voters ─▶ PVE clusters ─▶ agents (bind 127.0.1.N)
 //!            ─▶ hosts online ─▶ apply the fleet ─▶ every VM in its desired state = t=0
+//!            (with VIPs, as root: every host in a namespace of its own on a bridge,
+//!            10.213.0.N, agents holding VIPs for real, an ARP prober asking who has them)
 //!  play:     sampler task ──Reading every 200 ms──▶ timeline · invariants · expectations
 //!            events at their times ──▶ Stage (lab faults, nftables, simulator, admin calls)
 //!  end:      every expectation held for `hold` after the last event | timeout | Ctrl-C
@@ -37,9 +39,11 @@ use super::stage::Stage;
 use super::timeline::{EntryKind, Timeline, TimelineEntry, fleet_event};
 use crate::binaries::Binaries;
 use crate::error::LabError;
+use crate::host_network::{HostNetwork, PROBE_INTERFACE};
 use crate::lab::{Lab, LabOptions, Part};
-use crate::partition::Partitions;
+use crate::partition::{Partitions, Wiring};
 use crate::sim_control::SimControl;
+use crate::vip_probe::{ProbedVip, VipProbe};
 
 /// The sampler's per-call timeout (a silent fleet must not stall the samples).
 const SAMPLE_CALL_TIMEOUT: Duration = Duration::from_millis(800);
@@ -111,18 +115,44 @@ pub async fn run(
         lab.root().display(),
         lab.layout().logs().display()
     ));
-    let mut partitions = Partitions::new();
+    let mut notes = Vec::new();
+    let network = host_network(scenario, &options.isolation, observer, &mut notes);
+    let wiring = if network.is_some() {
+        Wiring::Bridge
+    } else {
+        Wiring::Loopback
+    };
+    let mut partitions = Partitions::new().wired(wiring);
     let result = if scenario.first_partition().is_some() {
         // An empty table first: nft missing or refused fails the run before anything starts.
         match partitions.heal_all().await {
-            Ok(()) => Box::pin(drive(scenario, &mut lab, &mut partitions, observer, stop)).await,
+            Ok(()) => {
+                Box::pin(drive(
+                    scenario,
+                    &mut lab,
+                    &mut partitions,
+                    network.as_ref(),
+                    observer,
+                    stop,
+                ))
+                .await
+            }
             Err(e) => Err(ScenarioError::Namespace(format!("nftables: {e}"))),
         }
     } else {
-        Box::pin(drive(scenario, &mut lab, &mut partitions, observer, stop)).await
+        Box::pin(drive(
+            scenario,
+            &mut lab,
+            &mut partitions,
+            network.as_ref(),
+            observer,
+            stop,
+        ))
+        .await
     };
-    let mut notes = Vec::new();
     let teardown = lab.stop().await;
+    // The namespaces after their processes.
+    drop(network);
     if teardown.killed > 0 {
         notes.push(format!(
             "teardown: {} process(es) did not stop on SIGTERM and were killed",
@@ -158,6 +188,58 @@ pub async fn run(
     })
 }
 
+/// The hosts' namespaces when the scenario has VIPs and the run may make namespaces (root, in
+/// a private namespace of its own): its agents then hold the VIPs for real. Otherwise, or when
+/// they cannot be made (said in a note), every host shares the run's loopback and VIPs are
+/// judged by the fleet's answer.
+fn host_network(
+    scenario: &Scenario,
+    isolation: &Isolation,
+    observer: &mut dyn Observer,
+    notes: &mut Vec<String>,
+) -> Option<HostNetwork> {
+    if scenario.fleet.vip.is_empty() {
+        return None;
+    }
+    let why_not = match isolation {
+        Isolation::Namespace { how } if !how.contains("--map-root-user") => None,
+        Isolation::Namespace { how } => Some(format!(
+            "{how} cannot make namespaces (`ip netns add` needs root)"
+        )),
+        Isolation::Shared { why } => Some(format!("no private network namespace ({why})")),
+    };
+    let made = match why_not {
+        None => {
+            let names: Vec<String> = scenario.hosts.iter().map(|h| h.name.clone()).collect();
+            let vips: Vec<String> = scenario
+                .fleet
+                .vip
+                .iter()
+                .map(|v| v.address.clone())
+                .collect();
+            HostNetwork::create(&names, &vips).map_err(|e| e.to_string())
+        }
+        Some(why) => Err(why),
+    };
+    match made {
+        Ok(network) => {
+            observer.narrate(&format!(
+                "every host in a network namespace of its own on a bridge (host N = \
+                 10.213.0.N): agents hold VIPs on their vmbr0, an ARP prober asks who has them \
+                 every {} ms",
+                crate::vip_probe::EVERY.as_millis()
+            ));
+            Some(network)
+        }
+        Err(why) => {
+            let note = format!("VIPs judged by the fleet's answer, not held for real: {why}");
+            observer.narrate(&note);
+            notes.push(note);
+            None
+        }
+    }
+}
+
 /// How long one event may take: a stuck event must not hold the later ones back (the
 /// schedule is the scenario). An agent's stop may wait for a drain; a start waits for its
 /// ready line (60 s).
@@ -166,6 +248,27 @@ fn event_limit(action: &Action) -> Duration {
         Action::StopAgent(_) | Action::Shutdown(..) => Duration::from_secs(330),
         _ => Duration::from_secs(75),
     }
+}
+
+/// The VIP prober on the hosts' bridge, with the hosts named by their MACs.
+fn start_probe(
+    scenario: &Scenario,
+    net: &HostNetwork,
+) -> Result<super::sampler::Probe, ScenarioError> {
+    let vips: Vec<ProbedVip> = scenario
+        .fleet
+        .vip
+        .iter()
+        .filter_map(|v| ProbedVip::parse(&v.name, &v.address))
+        .collect();
+    let probe = VipProbe::start(PROBE_INTERFACE, vips)
+        .map_err(|e| ScenarioError::Namespace(format!("the VIP prober: {e}")))?;
+    let hosts = net
+        .hosts()
+        .iter()
+        .map(|h| (h.mac, h.name.clone()))
+        .collect();
+    Ok(super::sampler::Probe { probe, hosts })
 }
 
 /// A seed from a scenario's name (FNV-1a): the clients of two runs of one scenario make the
@@ -187,11 +290,15 @@ async fn drive(
     scenario: &Scenario,
     lab: &mut Lab,
     partitions: &mut Partitions,
+    network: Option<&HostNetwork>,
     observer: &mut dyn Observer,
     mut stop: watch::Receiver<bool>,
 ) -> Result<Outcome, ScenarioError> {
     let begun = Instant::now();
-    let up = tokio::time::timeout(BRING_UP_LIMIT, Box::pin(bring_up(scenario, lab, observer)));
+    let up = tokio::time::timeout(
+        BRING_UP_LIMIT,
+        Box::pin(bring_up(scenario, lab, network, observer)),
+    );
     let started = tokio::select! {
         r = up => r.map_err(|_| ScenarioError::Deadline { secs: BRING_UP_LIMIT.as_secs() })??,
         () = stopped(&mut stop) => return Err(ScenarioError::Interrupted),
@@ -200,7 +307,10 @@ async fn drive(
         startup: begun.elapsed(),
         ..started
     };
-    Box::pin(play(scenario, lab, partitions, observer, stop, startup)).await
+    Box::pin(play(
+        scenario, lab, partitions, network, observer, stop, startup,
+    ))
+    .await
 }
 
 fn unix_ms() -> u64 {
@@ -273,6 +383,7 @@ async fn play(
     scenario: &Scenario,
     lab: &mut Lab,
     partitions: &mut Partitions,
+    network: Option<&HostNetwork>,
     observer: &mut dyn Observer,
     mut stop: watch::Receiver<bool>,
     started: Started,
@@ -289,7 +400,12 @@ async fn play(
     let t0 = Instant::now();
     let t0_unix = unix_ms();
     let (off_tx, off_rx) = watch::channel(BTreeSet::new());
+    let probe = match network {
+        Some(net) => Some(start_probe(scenario, net)?),
+        None => None,
+    };
     let sampler = Sampler {
+        probe,
         client: client.clone().with_timeout(SAMPLE_CALL_TIMEOUT),
         sims: started.sims.clone(),
         off: off_rx,
@@ -337,6 +453,7 @@ async fn play(
         scenario,
         client: client.clone(),
         partitions,
+        network,
         off: off_tx,
         sims: started
             .sims
@@ -509,6 +626,12 @@ async fn play(
                     if stage.lab.runs(Part::Agent(i)) || disturbance.is_off(&host) {
                         continue;
                     }
+                    if let Some(net) = stage.network
+                        && let Err(e) = net.wipe(&host)
+                    {
+                        let text = format!("host {host} booted: its VIP state was not wiped: {e}");
+                        emit(&mut rec, observer, TimelineEntry::new(sample.t_ms, EntryKind::Note, text));
+                    }
                     let text = match stage.lab.spawn_agent(i) {
                         Ok(()) => format!("host {host} booted after its reset: agent started"),
                         Err(e) => format!("host {host} booted after its reset: its agent did not start: {e}"),
@@ -611,6 +734,7 @@ async fn play(
         t_ms: end_ms,
         pve: Default::default(),
         fleet: None,
+        answers: BTreeMap::new(),
     });
     let mut expectations = Vec::new();
     for e in &scenario.expects {
@@ -677,20 +801,41 @@ async fn play(
             super::invariants::HEALTHY_WINDOW_MS / 1000
         ),
     ));
+    // Hosts holding VIPs for real: the samples carry who answered ARP.
+    let asked: u64 = rec
+        .samples
+        .iter()
+        .flat_map(|s| s.answers.values())
+        .map(|a| u64::from(a.asked))
+        .sum();
+    let real = network.is_some();
     if !scenario.fleet.vip.is_empty() {
         observed.push((
             Invariant::VipHeld,
-            format!(
-                "holders as the leader reports them, at most {} s without one while the fleet \
-                 answers and a healthy online host is admitted",
-                super::invariants::VIP_UNHELD_BOUND_MS / 1000
-            ),
+            if real {
+                format!(
+                    "hosts answering ARP for it ({asked} requests), at most {} s without one \
+                     while the fleet answers and a healthy online host is admitted",
+                    super::invariants::VIP_UNHELD_BOUND_MS / 1000
+                )
+            } else {
+                format!(
+                    "holders as the leader reports them, at most {} s without one while the \
+                     fleet answers and a healthy online host is admitted",
+                    super::invariants::VIP_UNHELD_BOUND_MS / 1000
+                )
+            },
         ));
     }
     observed.push((
         Invariant::OneVipOwner,
         if scenario.fleet.vip.is_empty() {
             "no VIP in the scenario".to_string()
+        } else if real {
+            format!(
+                "VIPs held for real on the hosts' vmbr0 (a namespace each): never two hosts \
+                 answering one of {asked} ARP requests, and one replicated owner per VIP"
+            )
         } else {
             "holders as the admin API reports them (one replicated owner per VIP): the lab's \
              agents only simulate holding, so a second holder on a host is not observable here"

@@ -21,6 +21,22 @@ pub struct Sample {
     pub pve: PveSample,
     /// The fleet; `None` when it did not answer (no leader, no quorum).
     pub fleet: Option<FleetSample>,
+    /// Who answered for each VIP on the hosts' network since the previous sample, by VIP
+    /// name; empty unless the hosts hold VIPs for real.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub answers: BTreeMap<String, VipAnswerSample>,
+}
+
+/// Who answered ARP requests for one VIP between two samples (the VIP prober's view: what a
+/// client on the hosts' network sees).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct VipAnswerSample {
+    /// The hosts that answered the latest request whose answers are in.
+    pub now: Vec<String>,
+    /// The most hosts that answered any one request since the previous sample.
+    pub most: Vec<String>,
+    /// How many requests went out since the previous sample.
+    pub asked: u32,
 }
 
 /// The guests of every simulator that answered.
@@ -294,6 +310,7 @@ pub(crate) mod fixtures {
                 vip_hosts: BTreeMap::new(),
                 leader: None,
             }),
+            answers: BTreeMap::new(),
         }
     }
 }

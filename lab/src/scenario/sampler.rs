@@ -1,5 +1,6 @@
-//! The sampler task: every [`PERIOD`], one [`Sample`] — every simulator's guests first (in
-//! parallel), then the fleet's VMs, then its hosts (and VIP holders) — and the fleet events
+//! The sampler task: every [`PERIOD`], one [`Sample`] — who answered for each VIP since the
+//! previous one (when hosts hold VIPs for real), every simulator's guests (in parallel), then
+//! the fleet's VMs, then its hosts (and VIP holders) — and the fleet events
 //! since the last round, sent to the runner. A simulator or the fleet that does not answer
 //! is recorded as such; the task never fails. A silent fleet is asked again only every
 //! [`SILENT_RETRY`], so the simulators (the ground truth of the invariants) are still read
@@ -15,8 +16,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
-use super::sample::{FleetSample, PveSample, Sample};
+use super::sample::{FleetSample, PveSample, Sample, VipAnswerSample};
 use crate::sim_control::SimControl;
+use crate::vip_probe::VipProbe;
 
 /// How often a sample is taken.
 pub const PERIOD: Duration = Duration::from_millis(200);
@@ -37,6 +39,44 @@ pub struct SimSource {
     pub standalone: Option<String>,
 }
 
+/// The VIP prober of hosts that hold VIPs for real, and the hosts by the MACs they answer
+/// from.
+#[derive(Debug)]
+pub struct Probe {
+    /// The prober.
+    pub probe: VipProbe,
+    /// Host names by MAC.
+    pub hosts: BTreeMap<[u8; 6], String>,
+}
+
+impl Probe {
+    /// What it saw since the previous call, hosts named.
+    fn answers(&self) -> BTreeMap<String, VipAnswerSample> {
+        let name = |set: &BTreeSet<[u8; 6]>| -> Vec<String> {
+            set.iter()
+                .map(|mac| {
+                    self.hosts.get(mac).cloned().unwrap_or_else(|| {
+                        let hex: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
+                        format!("MAC {}", hex.join(":"))
+                    })
+                })
+                .collect()
+        };
+        self.probe
+            .take()
+            .into_iter()
+            .map(|(vip, a)| {
+                let sample = VipAnswerSample {
+                    now: name(&a.now),
+                    most: name(&a.most),
+                    asked: a.asked,
+                };
+                (vip, sample)
+            })
+            .collect()
+    }
+}
+
 /// What one round read.
 #[derive(Debug, Clone)]
 pub struct Reading {
@@ -49,6 +89,8 @@ pub struct Reading {
 /// The sampler's clients and where it is.
 #[derive(Debug)]
 pub struct Sampler {
+    /// The VIP prober, when hosts hold VIPs for real.
+    pub probe: Option<Probe>,
     /// A client with a short per-call timeout.
     pub client: AdminClient,
     /// The simulators.
@@ -72,6 +114,8 @@ impl Sampler {
     /// One round.
     pub async fn read(&mut self) -> Reading {
         let t_ms = i64::try_from(self.t0.elapsed().as_millis()).unwrap_or(i64::MAX);
+        // First: the answers up to the moment the sample is dated.
+        let answers = self.probe.as_ref().map(Probe::answers).unwrap_or_default();
         let off = self.off.borrow().clone();
         let mut set = JoinSet::new();
         for (i, sim) in self.sims.iter().enumerate() {
@@ -117,7 +161,12 @@ impl Sampler {
             Vec::new()
         };
         Reading {
-            sample: Sample { t_ms, pve, fleet },
+            sample: Sample {
+                t_ms,
+                pve,
+                fleet,
+                answers,
+            },
             events,
         }
     }

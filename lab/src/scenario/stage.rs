@@ -9,8 +9,8 @@ use std::time::Duration;
 use client::AdminClient;
 use protocol::NodeId;
 use protocol::admin::{
-    ClusterStatus, HostList, HostMaintenance, MaintenanceAction, ReadMode, VmApply, VmDelete,
-    VmGet, VmMigrate, VmPower, VmPowerAction,
+    ClusterStatus, HostList, HostMaintenance, MaintenanceAction, ReadMode, VipStatus, VmApply,
+    VmDelete, VmGet, VmMigrate, VmPower, VmPowerAction,
 };
 use protocol::agent::LeaveKind;
 use protocol::spec::{DesiredState, HaState};
@@ -18,8 +18,9 @@ use tokio::sync::watch;
 
 use super::model::{Action, Scenario, Target};
 use super::preload::{clock_file, disk_file, write};
+use crate::host_network::HostNetwork;
 use crate::lab::{Lab, Part};
-use crate::partition::{Partitions, host_address};
+use crate::partition::Partitions;
 use crate::sim_control::SimControl;
 
 /// How long `@leader` may take to be known (an election under way).
@@ -42,6 +43,8 @@ pub struct Stage<'a> {
     pub client: AdminClient,
     /// The cuts.
     pub partitions: &'a mut Partitions,
+    /// The hosts' namespaces, when they hold VIPs for real.
+    pub network: Option<&'a HostNetwork>,
     /// The standalone hosts powered off (the sampler skips their simulators).
     pub off: watch::Sender<BTreeSet<String>>,
     /// The simulators: label → control (every cluster and standalone host).
@@ -317,6 +320,21 @@ impl Stage<'_> {
                 .get(n)
                 .cloned()
                 .ok_or_else(|| format!("event[{n}] acted on no host (it failed?)")),
+            Target::VipOwner(vip) => {
+                let reply = self
+                    .client
+                    .call(&VipStatus {
+                        name: Some(vip.clone()),
+                    })
+                    .await
+                    .map_err(|e| format!("@vip:{vip}: {e}"))?;
+                reply
+                    .vips
+                    .into_iter()
+                    .find(|e| &e.vip.spec.name == vip)
+                    .and_then(|e| e.owner_name)
+                    .ok_or_else(|| format!("@vip:{vip}: the VIP has no owner"))
+            }
             Target::HostOf(vm) => {
                 let rec = self
                     .client
@@ -411,7 +429,7 @@ impl Stage<'_> {
     fn address(&self, host: &str) -> Result<std::net::IpAddr, String> {
         self.scenario
             .host_number(host)
-            .map(host_address)
+            .map(|n| self.partitions.wiring().host_address(n))
             .ok_or_else(|| format!("no host {host}"))
     }
 
@@ -435,6 +453,9 @@ impl Stage<'_> {
             .power_off_host(i)
             .await
             .map_err(|e| e.to_string())?;
+        if let Some(net) = self.network {
+            net.power_off(host).map_err(|e| e.to_string())?;
+        }
         if self.sim_of(host)? == host {
             self.off.send_modify(|off| {
                 off.insert(host.to_string());
@@ -445,6 +466,9 @@ impl Stage<'_> {
 
     async fn power_on(&mut self, host: &str) -> Result<(), String> {
         let i = self.agent(host)?;
+        if let Some(net) = self.network {
+            net.power_on(host).map_err(|e| e.to_string())?;
+        }
         self.lab.power_on_host(i).await.map_err(|e| e.to_string())?;
         self.off.send_modify(|off| {
             off.remove(host);

@@ -85,6 +85,8 @@ pub struct Timeline {
     last_pve: Option<PveSample>,
     /// Whether the fleet answered in the last sample.
     answering: Option<bool>,
+    /// Who answered ARP for each VIP in the last sample (hosts holding VIPs for real).
+    answered: BTreeMap<String, Vec<String>>,
 }
 
 impl Timeline {
@@ -119,6 +121,28 @@ impl Timeline {
                 out.extend(fleet_changes(t, prev, fleet));
             }
             self.last_fleet = Some(fleet.clone());
+        }
+        for (vip, a) in &sample.answers {
+            let old = self.answered.get(vip).cloned().unwrap_or_default();
+            if old != a.now {
+                let shown = |h: &[String]| {
+                    if h.is_empty() {
+                        "nobody".to_string()
+                    } else {
+                        h.join(" and ")
+                    }
+                };
+                out.push(TimelineEntry::new(
+                    t,
+                    EntryKind::Vm,
+                    format!(
+                        "vip {vip} answered for by {} -> {} (ARP)",
+                        shown(&old),
+                        shown(&a.now)
+                    ),
+                ));
+                self.answered.insert(vip.clone(), a.now.clone());
+            }
         }
         self.answering = Some(answering);
         self.last_pve = Some(pve);

@@ -7,25 +7,10 @@ use std::time::Duration;
 use lab::LabError;
 use node_agent::vip::addresses::VipError;
 
-/// A failure of the testbed.
+/// A failure of the testbed (`ip` and `nft` failures are the launcher's: [`LabError::Ip`],
+/// [`LabError::Nft`]).
 #[derive(Debug, thiserror::Error)]
 pub enum BedError {
-    /// An `ip` command failed.
-    #[error("ip {args} failed: {reason} (the VIP testbed needs root and iproute2)")]
-    Ip {
-        /// Its arguments.
-        args: String,
-        /// Its exit status and output.
-        reason: String,
-    },
-    /// An `nft` script was refused in a namespace.
-    #[error("nft in {netns} failed: {reason} (the VIP testbed needs nftables)")]
-    Nft {
-        /// The namespace.
-        netns: String,
-        /// Its exit status and output.
-        reason: String,
-    },
     /// A thread could not move into a network namespace.
     #[error("cannot enter the network namespace {netns}: {source}")]
     Enter {

@@ -104,7 +104,7 @@ impl Network {
     /// `PREFIX-h1`.., `PREFIX-cl`, on `10.SUBNET.0.0/24`.
     ///
     /// # Errors
-    /// [`BedError::Ip`]; what was made so far is deleted.
+    /// [`BedError::Lab`] (`ip` failed); what was made so far is deleted.
     pub fn create(prefix: &str, hosts: usize, subnet: u8) -> Result<Network, BedError> {
         let count = u8::try_from(hosts)
             .ok()
@@ -181,19 +181,19 @@ impl Network {
     /// Sets host `i`'s link to the switch (`eth0`) up or down: down, nothing goes in or out.
     ///
     /// # Errors
-    /// [`BedError::Ip`].
+    /// [`BedError::Lab`] (`ip` failed).
     pub fn set_uplink(&self, i: usize, up: bool) -> Result<(), BedError> {
         let state = if up { "up" } else { "down" };
-        self.host(i)?.netns.ip(&["link", "set", "eth0", state])
+        Ok(self.host(i)?.netns.ip(&["link", "set", "eth0", state])?)
     }
 
     /// Sets host `i`'s bridge `vmbr0` (the VIP's interface) up or down.
     ///
     /// # Errors
-    /// [`BedError::Ip`].
+    /// [`BedError::Lab`] (`ip` failed).
     pub fn set_bridge(&self, i: usize, up: bool) -> Result<(), BedError> {
         let state = if up { "up" } else { "down" };
-        self.host(i)?.netns.ip(&["link", "set", "vmbr0", state])
+        Ok(self.host(i)?.netns.ip(&["link", "set", "vmbr0", state])?)
     }
 }
 
@@ -212,5 +212,5 @@ fn plug(switch: &Netns, port: &str, ns: &Netns) -> Result<(), BedError> {
         ns.name(),
     ])?;
     switch.ip(&["link", "set", port, "master", "br0"])?;
-    switch.ip(&["link", "set", port, "up"])
+    Ok(switch.ip(&["link", "set", port, "up"])?)
 }

@@ -81,4 +81,10 @@ fn a_seeded_chaos_smoke_run_breaks_no_invariant_and_leaves_nothing_down() {
             "{invariant} not judged ok:\n{report}"
         );
     }
+    // The VIP is held for real (every host in a namespace, an ARP prober asking), not judged
+    // on the leader's word: a run that fell back fails here.
+    assert!(
+        report.contains("VIPs held for real on the hosts' vmbr0"),
+        "the campaign's VIP was not held for real:\n{report}"
+    );
 }

@@ -97,10 +97,29 @@ scenarios! {
 }
 
 /// The scenarios whose test checks more than the verdict (in [`NAMES`] for the file check).
-const CHECKED_APART: &[&str] = &["member-disk"];
+const CHECKED_APART: &[&str] = &["member-disk", "vip-holder-faults"];
 
 /// The failing disk really stopped its member (the disk-fault library reached the journal's
 /// syncs), and the fleet noticed nothing.
+/// Judged on who answers ARP, not on the leader's word: a run that fell back to the fleet's
+/// view (no namespaces for the hosts) fails here instead of passing on less.
+#[test]
+fn vip_holder_faults() {
+    let report = run("vip-holder-faults");
+    assert!(
+        report.contains("VIPs held for real on the hosts' vmbr0"),
+        "the VIP was not held for real (no host namespaces?):\n{report}"
+    );
+    for t in ["9.000s", "24.000s", "45.000s", "66.000s", "86.000s"] {
+        assert!(
+            report.contains(&format!(
+                "at {t} vip front, held: vip front answered for by"
+            )),
+            "at {t} no host answered ARP for the VIP:\n{report}"
+        );
+    }
+}
+
 #[test]
 fn member_disk() {
     let report = run("member-disk");

@@ -1,5 +1,6 @@
 //! Checking `[[event]]` entries: the action is known, it has the keys it takes and only
-//! those, its target (a host name, `@leader`, `@vm:NAME`, `@event[N]`) and its VM exist.
+//! those, its target (a host name, `@leader`, `@vm:NAME`, `@vip:NAME`, `@event[N]`) and its VM
+//! exist.
 
 use protocol::agent::LeaveKind;
 use protocol::spec::HaState;
@@ -36,9 +37,33 @@ pub(super) fn event_ref(text: &str) -> Option<Result<usize, ()>> {
     Some(inner.and_then(|n| n.parse().ok()).ok_or(()))
 }
 
-fn target(at: &str, text: &str, hosts: &[&str], vms: &[&str]) -> Checked<Target> {
+/// The names a target may refer to.
+struct Names<'a> {
+    hosts: &'a [&'a str],
+    vms: &'a [&'a str],
+    vips: &'a [&'a str],
+}
+
+fn target(at: &str, text: &str, names: &Names<'_>) -> Checked<Target> {
+    let Names { hosts, vms, vips } = *names;
     if text == "@leader" {
         return Ok(Target::Leader);
+    }
+    if let Some(vip) = text.strip_prefix("@vip:") {
+        if !vips.contains(&vip) {
+            return invalid(
+                at,
+                format!(
+                    "no VIP {vip:?} in the fleet; its VIPs: {}",
+                    if vips.is_empty() {
+                        "none".to_string()
+                    } else {
+                        vips.join(", ")
+                    }
+                ),
+            );
+        }
+        return Ok(Target::VipOwner(vip.to_string()));
     }
     if let Some(vm) = text.strip_prefix("@vm:") {
         if !vms.contains(&vm) {
@@ -54,7 +79,7 @@ fn target(at: &str, text: &str, hosts: &[&str], vms: &[&str]) -> Checked<Target>
     if text.starts_with('@') {
         return invalid(
             at,
-            format!("{text:?}: expected a host name, @leader, @vm:NAME or @event[N]"),
+            format!("{text:?}: expected a host name, @leader, @vm:NAME, @vip:NAME or @event[N]"),
         );
     }
     if !hosts.contains(&text) {
@@ -110,8 +135,10 @@ pub(super) fn event(
     e: RawEvent,
     hosts: &[&str],
     vms: &[&str],
+    vips: &[&str],
     coordinators: &[String],
 ) -> Checked<ScenarioEvent> {
+    let names = Names { hosts, vms, vips };
     let at = |key: &str| format!("event[{i}].{key}");
     let when = time(&at("at"), &e.at)?;
     let Some(allowed) = keys_of(&e.action) else {
@@ -146,7 +173,7 @@ pub(super) fn event(
     let optional_host = || -> Checked<Option<Target>> {
         e.host
             .as_deref()
-            .map(|h| target(&at("host"), h, hosts, vms))
+            .map(|h| target(&at("host"), h, &names))
             .transpose()
     };
     let host = || -> Checked<Target> {
@@ -192,7 +219,7 @@ pub(super) fn event(
         "cut-link" => {
             let a = host()?;
             let b = match e.peer.as_deref() {
-                Some(p) => target(&at("peer"), p, hosts, vms)?,
+                Some(p) => target(&at("peer"), p, &names)?,
                 None => {
                     return invalid(
                         at("peer"),

@@ -113,10 +113,11 @@ pub(crate) fn scenario(raw: RawFile) -> Checked<Scenario> {
     };
     check_fleet(&fleet)?;
     let vms: Vec<&str> = fleet.vm.iter().map(|v| v.name.as_str()).collect();
+    let vips: Vec<&str> = fleet.vip.iter().map(|v| v.name.as_str()).collect();
     let raw_events: Vec<RawEvent> = entries("event", raw.event)?;
     let mut events = Vec::new();
     for (i, e) in raw_events.into_iter().enumerate() {
-        events.push(event(i, e, &names, &vms, &coordinators)?);
+        events.push(event(i, e, &names, &vms, &vips, &coordinators)?);
     }
     check_event_refs(&events)?;
     events.sort_by_key(|e| (e.at, e.index));

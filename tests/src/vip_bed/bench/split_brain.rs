@@ -19,7 +19,7 @@ const TABLE: &str = "pvf_bench_vrrp";
 /// Drops VRRP on every host of `network` for `hold`; what `record` shows over that time.
 ///
 /// # Errors
-/// [`BedError::Nft`] if the rules cannot be added or removed.
+/// [`BedError::Lab`] (`nft` refused) if the rules cannot be added or removed.
 pub fn filter_vrrp(network: &Network, record: &Record, hold: Duration) -> Result<Stats, BedError> {
     let script = format!(
         "table inet {TABLE} {{
@@ -50,5 +50,5 @@ pub fn filter_vrrp(network: &Network, record: &Record, hold: Duration) -> Result
             result = removed;
         }
     }
-    result.map(|()| record.stats(from, to))
+    Ok(result.map(|()| record.stats(from, to))?)
 }
