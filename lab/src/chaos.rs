@@ -50,6 +50,10 @@ pub enum Kind {
     LinkCut,
     /// 10 to 40 % of a host's packets lost, then healed.
     PacketLoss,
+    /// Every packet between one host and the others 5 to 40 ms late, each way, then on time
+    /// again (netem's `delay`, made with NFQUEUE). A round trip stays under the 100 ms Raft
+    /// deadline: a slower leader link is an open finding (tests/chaos-findings).
+    LinkDelay,
     /// SIGKILL of an agent, restarted later.
     AgentKill,
     /// SIGSTOP of an agent, SIGCONT later.
@@ -85,12 +89,13 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind with its weight (how often it is drawn).
-    pub const WEIGHTS: [(Kind, u32); 19] = [
+    pub const WEIGHTS: [(Kind, u32); 20] = [
         (Kind::Partition, 8),
         (Kind::OneWayPartition, 6),
         (Kind::Flapping, 4),
         (Kind::LinkCut, 6),
         (Kind::PacketLoss, 6),
+        (Kind::LinkDelay, 5),
         (Kind::AgentKill, 8),
         (Kind::AgentFreeze, 6),
         (Kind::MemberKill, 8),
@@ -115,6 +120,7 @@ impl Kind {
             Kind::Flapping => "flapping partition",
             Kind::LinkCut => "link cut",
             Kind::PacketLoss => "packet loss",
+            Kind::LinkDelay => "link delay",
             Kind::AgentKill => "agent SIGKILL",
             Kind::AgentFreeze => "agent SIGSTOP",
             Kind::MemberKill => "member SIGKILL",
@@ -338,7 +344,11 @@ fn place(
     let mut refers: Vec<(usize, usize)> = Vec::new();
     let mut count = 1;
     match k {
-        Kind::Partition | Kind::OneWayPartition | Kind::PacketLoss | Kind::AgentFreeze => {
+        Kind::Partition
+        | Kind::OneWayPartition
+        | Kind::PacketLoss
+        | Kind::LinkDelay
+        | Kind::AgentFreeze => {
             let h = *pick(rng, &host_candidates)?;
             take_host(busy, h, until);
             let start = match k {
@@ -348,6 +358,13 @@ fn place(
                 Kind::PacketLoss => {
                     let loss = rng.random_range(10..=40u8).to_string();
                     step(at, &[("action", "lossy"), ("host", h), ("loss", &loss)])
+                }
+                Kind::LinkDelay => {
+                    let delay = format!("{}ms", rng.random_range(5..=40u32));
+                    step(
+                        at,
+                        &[("action", "delay-link"), ("host", h), ("delay", &delay)],
+                    )
                 }
                 _ => on_host(at, "freeze-agent", h),
             };
@@ -680,7 +697,8 @@ mod tests {
                 + count("partition-in")
                 + count("partition-out")
                 + count("cut-link")
-                + count("lossy");
+                + count("lossy")
+                + count("delay-link");
             assert_eq!(cuts, count("heal"), "seed {seed}");
             assert_eq!(count("kill-agent"), count("restart-agent"), "seed {seed}");
             assert_eq!(count("freeze-agent"), count("thaw-agent"), "seed {seed}");
@@ -731,8 +749,8 @@ mod tests {
                         members_out += 1
                     }
                     "restart-coordinator" | "heal-disk" => members_out -= 1,
-                    "partition" | "partition-in" | "partition-out" | "lossy" | "power-off"
-                    | "freeze-agent" | "kill-agent" => {
+                    "partition" | "partition-in" | "partition-out" | "lossy" | "delay-link"
+                    | "power-off" | "freeze-agent" | "kill-agent" => {
                         *out_hosts
                             .entry(host.clone().unwrap_or_default())
                             .or_default() += 1;

@@ -30,6 +30,7 @@ pub mod join_step;
 pub mod lab;
 pub mod layout;
 pub mod linearizability;
+pub mod link_delay;
 pub mod loopback_forward;
 pub mod netns;
 pub mod partition;

@@ -45,6 +45,17 @@ pub fn command_in(netns: Option<&str>, program_path: &Path) -> Command {
     }
 }
 
+/// The blocking command that runs `program_path` in the namespace named `netns` (`ip netns
+/// exec NAME PROGRAM`).
+pub fn blocking_command_in(
+    netns: &str,
+    program_path: impl AsRef<std::ffi::OsStr>,
+) -> std::process::Command {
+    let mut cmd = std::process::Command::new(program(IP, "ip"));
+    cmd.args(["netns", "exec", netns]).arg(program_path);
+    cmd
+}
+
 /// Runs `ip ARGS`, which must succeed.
 ///
 /// # Errors
@@ -145,9 +156,7 @@ impl Netns {
     /// The blocking command that runs `program_path` in the namespace (`ip netns exec NAME
     /// PROGRAM`).
     pub fn command(&self, program_path: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
-        let mut cmd = std::process::Command::new(program(IP, "ip"));
-        cmd.args(["netns", "exec", &self.name]).arg(program_path);
-        cmd
+        blocking_command_in(&self.name, program_path)
     }
 
     /// Moves the calling thread into the namespace (for good: sockets it makes from now on

@@ -143,6 +143,9 @@ pub enum Action {
     CutLink(Target, Target),
     /// A share (percent) of the packets between the host and every other host is lost.
     Lossy(Target, u8),
+    /// Every packet between the host and every other host is held this many ms longer, each
+    /// way (netem's `delay`; hosts in namespaces of their own only).
+    DelayLink(Target, u32),
     /// Every fault on one host's links ends (cut, one-way, link, loss), or on every host's
     /// (`None`).
     Heal(Option<Target>),
@@ -267,6 +270,7 @@ impl Action {
             Action::PartitionOneWay(_, false) => "partition-out",
             Action::CutLink(..) => "cut-link",
             Action::Lossy(..) => "lossy",
+            Action::DelayLink(..) => "delay-link",
             Action::Heal(_) => "heal",
             Action::KillAgent(_) => "kill-agent",
             Action::RestartAgent(_) => "restart-agent",
@@ -307,6 +311,7 @@ impl Action {
             | Action::PartitionOneWay(t, _)
             | Action::CutLink(t, _)
             | Action::Lossy(t, _)
+            | Action::DelayLink(t, _)
             | Action::StopCoordinator(t)
             | Action::KillAgent(t)
             | Action::RestartAgent(t)
@@ -388,6 +393,7 @@ impl Action {
             Action::Shutdown(t, kind) => format!("shutdown {} ({})", target(t), kind.describe()),
             Action::CutLink(a, b) => format!("cut-link {} - {b}", target(a)),
             Action::Lossy(t, pct) => format!("lossy {} ({pct} % loss)", target(t)),
+            Action::DelayLink(t, ms) => format!("delay-link {} (+{ms} ms each way)", target(t)),
             Action::ClockStep(t, secs) => format!("clock-step {} ({secs:+} s)", target(t)),
             Action::SlowDisk(t, ms) => format!("slow-disk {} (+{ms} ms per sync)", target(t)),
             other => match other.target() {
@@ -637,9 +643,19 @@ impl Scenario {
                     | Action::PartitionOneWay(..)
                     | Action::CutLink(..)
                     | Action::Lossy(..)
+                    | Action::DelayLink(..)
                     | Action::Heal(_)
             )
         })
+    }
+
+    /// Whether its hosts need namespaces of their own: VIPs held for real, or a link delay.
+    pub fn wants_host_namespaces(&self) -> bool {
+        !self.fleet.vip.is_empty()
+            || self
+                .events
+                .iter()
+                .any(|e| matches!(e.action, Action::DelayLink(..)))
     }
 
     /// The names of its VMs.

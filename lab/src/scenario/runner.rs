@@ -188,17 +188,18 @@ pub async fn run(
     })
 }
 
-/// The hosts' namespaces when the scenario has VIPs and the run may make namespaces (root, in
-/// a private namespace of its own): its agents then hold the VIPs for real. Otherwise, or when
-/// they cannot be made (said in a note), every host shares the run's loopback and VIPs are
-/// judged by the fleet's answer.
+/// The hosts' namespaces when the scenario has VIPs or link delays and the run may make
+/// namespaces (root, in a private namespace of its own): its agents then hold the VIPs for
+/// real, and a link can be slowed. Otherwise, or when they cannot be made (said in a note),
+/// every host shares the run's loopback, VIPs are judged by the fleet's answer, and a
+/// `delay-link` fails.
 fn host_network(
     scenario: &Scenario,
     isolation: &Isolation,
     observer: &mut dyn Observer,
     notes: &mut Vec<String>,
 ) -> Option<HostNetwork> {
-    if scenario.fleet.vip.is_empty() {
+    if !scenario.wants_host_namespaces() {
         return None;
     }
     let why_not = match isolation {
@@ -232,7 +233,10 @@ fn host_network(
             Some(network)
         }
         Err(why) => {
-            let note = format!("VIPs judged by the fleet's answer, not held for real: {why}");
+            let note = format!(
+                "hosts share the run's loopback: VIPs judged by the fleet's answer, not held \
+                 for real, and links cannot be slowed: {why}"
+            );
             observer.narrate(&note);
             notes.push(note);
             None
@@ -454,6 +458,7 @@ async fn play(
         client: client.clone(),
         partitions,
         network,
+        delays: BTreeMap::new(),
         off: off_tx,
         sims: started
             .sims

@@ -20,6 +20,7 @@ use super::model::{Action, Scenario, Target};
 use super::preload::{clock_file, disk_file, write};
 use crate::host_network::HostNetwork;
 use crate::lab::{Lab, Part};
+use crate::link_delay::LinkDelay;
 use crate::partition::Partitions;
 use crate::sim_control::SimControl;
 
@@ -45,6 +46,8 @@ pub struct Stage<'a> {
     pub partitions: &'a mut Partitions,
     /// The hosts' namespaces, when they hold VIPs for real.
     pub network: Option<&'a HostNetwork>,
+    /// The slowed links, by host.
+    pub delays: BTreeMap<String, LinkDelay>,
     /// The standalone hosts powered off (the sampler skips their simulators).
     pub off: watch::Sender<BTreeSet<String>>,
     /// The simulators: label → control (every cluster and standalone host).
@@ -114,18 +117,22 @@ impl Stage<'_> {
                     .await
                     .map_err(|e| e.to_string())?;
             }
+            Action::DelayLink(_, ms) => self.delay_link(&on(), *ms)?,
             Action::Heal(Some(_)) => {
+                self.delays.remove(&on());
                 let addr = self.address(&on())?;
                 self.partitions
                     .heal(addr)
                     .await
                     .map_err(|e| e.to_string())?;
             }
-            Action::Heal(None) => self
-                .partitions
-                .heal_all()
-                .await
-                .map_err(|e| e.to_string())?,
+            Action::Heal(None) => {
+                self.delays.clear();
+                self.partitions
+                    .heal_all()
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
             Action::KillAgent(_) => {
                 let i = self.agent(&on())?;
                 self.lab.kill(Part::Agent(i)).await;
@@ -442,6 +449,36 @@ impl Stage<'_> {
             .find(|h| h.name == host)
             .ok_or_else(|| format!("no host {host}"))?;
         Ok(def.pve_cluster.clone().unwrap_or_else(|| host.to_string()))
+    }
+
+    /// Slows host `host`'s links by `ms` each way (a delay already there is replaced).
+    fn delay_link(&mut self, host: &str, ms: u32) -> Result<(), String> {
+        let Some(net) = self.network else {
+            return Err(
+                "delay-link needs hosts in network namespaces of their own (run as root)"
+                    .to_string(),
+            );
+        };
+        let h = net
+            .host(host)
+            .ok_or_else(|| format!("no host {host} in the network"))?;
+        let n = self
+            .scenario
+            .host_number(host)
+            .ok_or_else(|| format!("no host {host}"))?;
+        // The old delay first: its rules go before the new ones come.
+        self.delays.remove(host);
+        let net_text = format!("{}/24", crate::partition::BRIDGE_NET);
+        let delay = LinkDelay::start(
+            h.netns.name(),
+            u16::try_from(n).unwrap_or(u16::MAX),
+            Duration::from_millis(u64::from(ms)),
+            &net_text,
+            &crate::host_network::CALLER_ADDRESS.to_string(),
+        )
+        .map_err(|e| e.to_string())?;
+        self.delays.insert(host.to_string(), delay);
+        Ok(())
     }
 
     async fn power_off(&mut self, host: &str) -> Result<(), String> {

@@ -1,9 +1,9 @@
-//! The seeded chaos campaign's smoke run in the gate (docs/chaos.md): the
-//! operator's own `pvefleet sim chaos` on a five-host fleet for 150 s of faults drawn from one
-//! seed (partitions one-way and both ways, flapping, link cuts, packet loss, agent and member
-//! kills, freezes and stops, power-offs, resets, clock steps, slow and failing member disks,
-//! PVE failures and locks, moves, drains) while
-//! three clients write; it passes when all nine invariants held on every sample, the client
+//! The seeded chaos campaign's smoke run in the gate (docs/chaos.md): the operator's own
+//! `pvefleet sim chaos` on a five-host fleet for 150 s of faults drawn from one seed
+//! (partitions one-way and both ways, flapping, link cuts, packet loss, link delays, agent and
+//! member kills, freezes and stops, power-offs, resets, clock steps, slow and failing member
+//! disks, PVE failures and locks, moves, drains), every host in a namespace of its own holding
+//! the VIP for real, while three clients write; it passes when all nine invariants held on every sample, the client
 //! history is linearizable, and every guest and host is back at the end. The hour-long
 //! campaign is `make chaos`.
 //!

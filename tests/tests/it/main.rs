@@ -23,6 +23,7 @@ mod host_failure;
 mod host_recovery;
 mod launcher;
 mod leader_changes;
+mod link_delay;
 mod maintenance;
 mod migration;
 mod power_cut;

@@ -94,6 +94,7 @@ scenarios! {
     one_way_partition => "one-way-partition",
     clock_step => "clock-step",
     leader_flapping => "leader-flapping",
+    link_delay => "link-delay",
 }
 
 /// The scenarios whose test checks more than the verdict (in [`NAMES`] for the file check).

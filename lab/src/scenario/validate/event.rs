@@ -112,6 +112,7 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
         "heal" => &["host"],
         "cut-link" => &["host", "peer"],
         "lossy" => &["host", "loss"],
+        "delay-link" => &["host", "delay"],
         "clock-step" => &["host", "by"],
         "slow-disk" => &["host", "delay"],
         "shutdown" => &["host", "state"],
@@ -125,7 +126,7 @@ fn keys_of(action: &str) -> Option<&'static [&'static str]> {
 }
 
 const ACTIONS: &str = "power-off, power-on, reset, shutdown, partition, partition-in, \
-     partition-out, cut-link, lossy, heal, kill-agent, restart-agent, stop-agent, freeze-agent, \
+     partition-out, cut-link, lossy, delay-link, heal, kill-agent, restart-agent, stop-agent, freeze-agent, \
      thaw-agent, clock-step, slow-disk, fail-disk, heal-disk, kill-coordinator, restart-coordinator, stop-coordinator, \
      fail-start, fail-migrate, lock, unlock, pve-ha, vm-start, vm-stop, vm-ha, vm-apply, vm-delete, \
      vm-migrate, maintenance-enable, maintenance-disable";
@@ -238,6 +239,17 @@ pub(super) fn event(
             Some(pct) => return invalid(at("loss"), format!("{pct}: a percentage, 1 to 100")),
             None => return invalid(at("loss"), "lossy needs loss = PERCENT (1 to 100)"),
         },
+        "delay-link" => {
+            let Some(text) = e.delay.as_deref() else {
+                return invalid(at("delay"), "delay-link needs delay = \"100ms\" (each way)");
+            };
+            let d = time(&at("delay"), text)?;
+            if d.is_zero() || d.as_millis() > 5000 {
+                return invalid(at("delay"), format!("{text:?}: 1 ms to 5 s"));
+            }
+            let ms = u32::try_from(d.as_millis()).unwrap_or(5000);
+            Action::DelayLink(host()?, ms)
+        }
         "clock-step" => {
             let Some(text) = e.by.as_deref() else {
                 return invalid(
