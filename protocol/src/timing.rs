@@ -18,6 +18,12 @@ pub const MISSED_BEATS: u64 = 3;
 /// A host silent this long is shown unreachable by default (nothing moves yet): three missed
 /// beats. With another lease the leader keeps the same share of it.
 pub const UNREACHABLE_AFTER_MS: u64 = HEARTBEAT_MS * MISSED_BEATS;
+/// The longest an agent waits for the answer to one beat, in milliseconds, before it gives up
+/// and beats again (its deadline is three heartbeats, at least 2 s, at most this). An agent
+/// beats one at a time, so the leader counts a host whose beat it is still answering as heard,
+/// up to this long after that beat came: a leader slow to answer (its own disk) must not show
+/// the hosts it keeps waiting as silent.
+pub const MAX_BEAT_WAIT_MS: u64 = 5_000;
 /// The lease a VIP holder has from one member's promise, in milliseconds, counted from the
 /// renewal's send time.
 pub const VIP_LEASE_MS: u64 = 400;
@@ -29,3 +35,4 @@ const _: () = assert!(UNREACHABLE_AFTER_MS < HOST_LEASE_MS);
 const _: () = assert!(HOST_LEASE_MS <= MAX_HOST_LEASE_MS);
 const _: () = assert!(HEARTBEAT_MS * 2 < HOST_LEASE_MS);
 const _: () = assert!(VIP_RENEW_EVERY_MS * 3 <= VIP_LEASE_MS);
+const _: () = assert!(MAX_BEAT_WAIT_MS < HOST_LEASE_MS);

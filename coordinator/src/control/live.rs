@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use protocol::NodeId;
 use protocol::agent::{Inventory, ObservedVm};
+use protocol::timing::MAX_BEAT_WAIT_MS;
 
 /// One host as its agent's beats describe it.
 #[derive(Debug, Clone)]
@@ -28,6 +29,24 @@ pub(crate) struct HostLive {
     /// When this member last acknowledged one of its beats, i.e. granted it a lease
     /// (control-plane milliseconds; `None`: not since it leads).
     pub(crate) last_ack_ms: Option<u64>,
+    /// Beats of this host being answered now (arrived, no answer sent yet).
+    pub(crate) answering: u32,
+    /// When the oldest of them arrived.
+    pub(crate) answering_since_ms: Option<u64>,
+}
+
+impl HostLive {
+    /// When the host was last heard, as the liveness decisions count it: its last beat's
+    /// arrival, or, while a beat of it is being answered (an agent beats one at a time, so it
+    /// waits), now, up to [`MAX_BEAT_WAIT_MS`] after that beat came.
+    pub(crate) fn heard_ms(&self, now_ms: u64) -> u64 {
+        match self.answering_since_ms {
+            Some(since) => self
+                .last_beat_ms
+                .max(now_ms.min(since.saturating_add(MAX_BEAT_WAIT_MS))),
+            None => self.last_beat_ms,
+        }
+    }
 }
 
 /// What recording one beat changed.
@@ -67,6 +86,8 @@ impl Live {
             observed: Arc::default(),
             results_received: 0,
             last_ack_ms: None,
+            answering: 0,
+            answering_since_ms: None,
         });
         let new_boot = fresh || entry.boot_id != boot_id;
         if entry.boot_id != boot_id {
@@ -77,6 +98,8 @@ impl Live {
         }
         entry.last_seq = seq;
         entry.last_beat_ms = now_ms;
+        entry.answering = entry.answering.saturating_add(1);
+        entry.answering_since_ms.get_or_insert(now_ms);
         let mut inventory_changed = false;
         if let Some(inv) = inventory {
             inventory_changed = entry.inventory.as_deref() != Some(inv);
@@ -98,6 +121,19 @@ impl Live {
     pub(crate) fn note_ack(&mut self, host: NodeId, now_ms: u64) {
         if let Some(h) = self.hosts.get_mut(&host) {
             h.last_ack_ms = Some(h.last_ack_ms.map_or(now_ms, |a| a.max(now_ms)));
+        }
+    }
+
+    /// Records that a beat of `host` (recorded with [`Live::record_beat`]) was answered at
+    /// `now_ms`, acknowledged or not. Once none is left to answer, the host counts as heard
+    /// until then (up to [`MAX_BEAT_WAIT_MS`] after the oldest came): it was waiting for us.
+    pub(crate) fn note_answered(&mut self, host: NodeId, now_ms: u64) {
+        if let Some(h) = self.hosts.get_mut(&host) {
+            h.answering = h.answering.saturating_sub(1);
+            if h.answering == 0 {
+                h.last_beat_ms = h.heard_ms(now_ms);
+                h.answering_since_ms = None;
+            }
         }
     }
 
@@ -154,6 +190,29 @@ mod tests {
         let h = live.host(7).unwrap();
         assert_eq!((h.last_beat_ms, h.inventory_ms, h.last_seq), (30, 30, 3));
         assert!(h.observed.contains_key(&100));
+    }
+
+    #[test]
+    fn a_host_whose_beat_is_being_answered_is_heard_until_the_answer_within_the_agents_wait() {
+        let mut live = Live::default();
+        live.record_beat(7, 1, 1, None, 1_000);
+        let h = live.host(7).unwrap();
+        // A slow answer (the leader's disk): the agent waits, it is not silent.
+        assert_eq!(h.heard_ms(3_500), 3_500);
+        // Past the agent's own deadline it has given up: heard when it beat, plus that wait.
+        assert_eq!(h.heard_ms(9_000), 1_000 + MAX_BEAT_WAIT_MS);
+        live.note_answered(7, 3_500);
+        let h = live.host(7).unwrap();
+        assert_eq!((h.last_beat_ms, h.answering), (3_500, 0));
+        // Answered: silence counts from the answer, not on.
+        assert_eq!(h.heard_ms(6_000), 3_500);
+        // Two in flight: heard until the last is answered.
+        live.record_beat(7, 1, 2, None, 4_000);
+        live.record_beat(7, 1, 3, None, 4_500);
+        live.note_answered(7, 5_000);
+        assert_eq!(live.host(7).unwrap().heard_ms(5_800), 5_800);
+        live.note_answered(7, 6_000);
+        assert_eq!(live.host(7).unwrap().heard_ms(8_000), 6_000);
     }
 
     #[test]

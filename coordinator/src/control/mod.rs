@@ -247,6 +247,13 @@ impl Control {
         })
     }
 
+    /// Records that one beat of `host` was answered now (acknowledged or refused): see
+    /// [`live::Live::note_answered`].
+    pub(crate) fn note_answered(&self, host: NodeId) {
+        let now = self.now();
+        self.lock().live.note_answered(host, now.mono_ms);
+    }
+
     /// Records that `host`'s beat was acknowledged now (a lease was granted).
     pub(crate) fn note_ack(&self, host: NodeId) {
         let now = self.now();
@@ -267,7 +274,7 @@ impl Control {
                 (
                     *id,
                     Sighting {
-                        last_beat_ms: h.last_beat_ms,
+                        last_beat_ms: h.heard_ms(now.mono_ms),
                         last_ack_ms: h.last_ack_ms,
                     },
                 )

@@ -171,6 +171,11 @@ impl Ctx {
             )));
         }
         let recorded = self.control.record_beat(host, &beat);
+        // Until this beat is answered (whatever the way out), its host counts as heard.
+        let _answering = Answering {
+            control: &self.control,
+            host,
+        };
         if let Some(inventory) = &recorded.inventory {
             let now = Now::read().millis;
             let capacity = capacity_of(inventory);
@@ -226,6 +231,19 @@ impl Ctx {
             leave,
             leader_clock_ms: Some(Now::read().millis),
         })
+    }
+}
+
+/// A beat being answered: its host counts as heard until this drops (the answer sent, or the
+/// beat refused), see `control::live::Live::note_answered`.
+struct Answering<'a> {
+    control: &'a crate::control::Control,
+    host: protocol::NodeId,
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        self.control.note_answered(self.host);
     }
 }
 

@@ -84,7 +84,10 @@ impl SessionConfig {
     /// Deadline of one beat: long enough for the leader's quorum check, short enough to fail
     /// over well inside a 10 s lease.
     pub fn beat_deadline(&self) -> Duration {
-        (self.heartbeat * 3).clamp(Duration::from_secs(2), Duration::from_secs(5))
+        (self.heartbeat * 3).clamp(
+            Duration::from_secs(2),
+            Duration::from_millis(protocol::timing::MAX_BEAT_WAIT_MS),
+        )
     }
 
     /// The shortest gap between two beats when a result makes the next one come early.

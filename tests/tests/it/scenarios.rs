@@ -95,6 +95,7 @@ scenarios! {
     clock_step => "clock-step",
     leader_flapping => "leader-flapping",
     link_delay => "link-delay",
+    leader_slow_disk => "leader-slow-disk",
 }
 
 /// The scenarios whose test checks more than the verdict (in [`NAMES`] for the file check).

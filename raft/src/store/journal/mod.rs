@@ -359,6 +359,9 @@ const SLOW_SYNC: std::time::Duration = std::time::Duration::from_millis(500);
 /// Makes what was written to `file` durable (`fdatasync`), off the async threads. A slow sync
 /// is logged as a warning: openraft waits for each of its appends to be durable before it goes
 /// on, so a member's slow disk slows every write it takes part in (a leader's, all of them).
+/// Returning from `append` before the sync would not help: openraft 0.9.25's core awaits the
+/// append's flush callback itself (`RaftCore::append_to_log`), so a leader's slow disk stops
+/// its core whatever the store does (docs/chaos.md, open findings).
 pub(crate) async fn make_durable(file: Arc<dyn DiskFile>) -> Result<(), RaftStoreError> {
     let started = std::time::Instant::now();
     let synced = tokio::task::spawn_blocking(move || file.sync()).await;
