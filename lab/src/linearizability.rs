@@ -57,11 +57,32 @@ pub struct Operation<I, O> {
 pub enum Verdict {
     /// Some order of the operations explains every answer.
     Linearizable,
-    /// None does: the operations of the smallest key found so (their indexes in the history
-    /// given), for the report.
-    Violation(Vec<usize>),
+    /// None does: where, for the report.
+    Violation(Failure),
     /// The search took more than its budget of steps.
     Unknown,
+}
+
+/// Where a history stops being linearizable: every index is into the history given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The operations of the key no order explains.
+    pub ops: Vec<usize>,
+    /// The longest order the search found, in order: every operation in it took effect, and
+    /// none of the others can come next.
+    pub linearized: Vec<usize>,
+    /// The operation whose return the search could not pass at that point: it had to have
+    /// taken effect by then, and no state reached allows it.
+    pub blocked: usize,
+}
+
+/// What the search found.
+enum Found {
+    Linearizable,
+    /// The deepest dead end: the order so far and the blocked operation (indexes of the
+    /// operations searched).
+    Stuck(Vec<usize>, usize),
+    OutOfBudget,
 }
 
 /// The search's budget, in steps (a step linearizes or undoes one operation).
@@ -77,9 +98,13 @@ struct Event {
 /// Whether `ops`, all on one object, are linearizable for `model` within `budget` steps.
 pub fn check<M: Model>(model: &M, ops: &[Operation<M::Input, M::Output>], budget: u64) -> Verdict {
     match search(model, ops, budget) {
-        Some(true) => Verdict::Linearizable,
-        Some(false) => Verdict::Violation((0..ops.len()).collect()),
-        None => Verdict::Unknown,
+        Found::Linearizable => Verdict::Linearizable,
+        Found::Stuck(linearized, blocked) => Verdict::Violation(Failure {
+            ops: (0..ops.len()).collect(),
+            linearized,
+            blocked,
+        }),
+        Found::OutOfBudget => Verdict::Unknown,
     }
 }
 
@@ -104,9 +129,15 @@ where
         let part: Vec<Operation<M::Input, M::Output>> =
             indexes.iter().map(|&i| ops[i].clone()).collect();
         match search(model, &part, budget) {
-            Some(true) => {}
-            Some(false) => return Verdict::Violation(indexes.clone()),
-            None => unknown = true,
+            Found::Linearizable => {}
+            Found::Stuck(linearized, blocked) => {
+                return Verdict::Violation(Failure {
+                    ops: indexes.clone(),
+                    linearized: linearized.iter().map(|&i| indexes[i]).collect(),
+                    blocked: indexes[blocked],
+                });
+            }
+            Found::OutOfBudget => unknown = true,
         }
     }
     if unknown {
@@ -116,15 +147,11 @@ where
     }
 }
 
-/// The search: `Some(linearizable)`, or `None` past the budget.
-fn search<M: Model>(
-    model: &M,
-    ops: &[Operation<M::Input, M::Output>],
-    budget: u64,
-) -> Option<bool> {
+/// The search, and its deepest dead end when no order explains the history.
+fn search<M: Model>(model: &M, ops: &[Operation<M::Input, M::Output>], budget: u64) -> Found {
     let n = ops.len();
     if n == 0 {
-        return Some(true);
+        return Found::Linearizable;
     }
     // Events in time order; at equal times calls first (operations that touch are concurrent:
     // the lenient reading). An unreturned operation returns after everything.
@@ -193,10 +220,12 @@ fn search<M: Model>(
     let mut bits = vec![0u64; n.div_ceil(64)];
     let flip = |bits: &mut Vec<u64>, i: usize| bits[i / 64] ^= 1 << (i % 64);
     let mut entry = next[0];
+    // The deepest dead end so far: the order then, and the operation it could not pass.
+    let mut deepest: Option<(Vec<usize>, usize)> = None;
     while next[0] != usize::MAX {
         steps += 1;
         if steps > budget {
-            return None;
+            return Found::OutOfBudget;
         }
         let e = ev(entry);
         if e.is_call {
@@ -221,9 +250,16 @@ fn search<M: Model>(
                 entry = next[entry];
             }
         } else {
-            // A return whose call is not linearized: undo the last choice.
+            // A return whose call is not linearized: a dead end; undo the last choice.
+            if deepest
+                .as_ref()
+                .is_none_or(|(order, _)| stack.len() >= order.len())
+            {
+                deepest = Some((stack.iter().map(|(op, _)| *op).collect(), e.op));
+            }
             let Some((op, before)) = stack.pop() else {
-                return Some(false);
+                let (order, blocked) = deepest.unwrap_or((Vec::new(), e.op));
+                return Found::Stuck(order, blocked);
             };
             flip(&mut bits, op);
             state = before;
@@ -232,7 +268,7 @@ fn search<M: Model>(
             entry = next[call_of[op]];
         }
     }
-    Some(true)
+    Found::Linearizable
 }
 
 /// A map of registers, the model of the campaign's client (writes and reads of keys).
@@ -332,6 +368,26 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_says_how_far_an_order_goes_and_which_operation_has_no_place() {
+        // Other keys first: the indexes are the whole history's.
+        let ops = [
+            w("y", 7, 0, Some(5)),
+            w("x", 1, 0, Some(10)),
+            r("x", Some(1), 11, 12),
+            w("x", 2, 13, Some(20)),
+            r("x", Some(1), 21, 22),
+            r("x", Some(2), 23, 24),
+        ];
+        let Verdict::Violation(f) = verdict(&ops) else {
+            panic!("the stale read at 21 is explained by no order");
+        };
+        assert_eq!(f.ops, [1, 2, 3, 4, 5]);
+        // Write 1, its read, write 2: then the read of 1 after write 2 returned has no place.
+        assert_eq!(f.linearized, [1, 2, 3]);
+        assert_eq!(f.blocked, 4);
+    }
+
+    #[test]
     fn sequential_histories_follow_the_last_write() {
         let ok = [
             w("x", 1, 0, Some(10)),
@@ -342,7 +398,7 @@ mod tests {
         assert_eq!(verdict(&ok), Verdict::Linearizable);
         // A write acknowledged, then not seen: lost.
         let lost = [w("x", 1, 0, Some(10)), r("x", None, 11, 12)];
-        assert_eq!(verdict(&lost), Verdict::Violation(vec![0, 1]));
+        assert!(matches!(verdict(&lost), Verdict::Violation(f) if f.ops == [0, 1]));
         // A value nobody wrote.
         let invented = [w("x", 1, 0, Some(10)), r("x", Some(7), 11, 12)];
         assert!(matches!(verdict(&invented), Verdict::Violation(_)));
@@ -371,7 +427,7 @@ mod tests {
             r("a", Some(1), 20, 30),
             r("b", Some(9), 20, 30),
         ];
-        assert_eq!(verdict(&ops), Verdict::Violation(vec![1, 3]));
+        assert!(matches!(verdict(&ops), Verdict::Violation(f) if f.ops == [1, 3]));
     }
 
     #[test]

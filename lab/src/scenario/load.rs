@@ -37,7 +37,7 @@ use tokio::time::Instant;
 
 use super::invariants::{Invariant, Violation};
 use crate::linearizability::{
-    DEFAULT_BUDGET, Operation, RegisterOp, Registers, Verdict, check_by_key,
+    DEFAULT_BUDGET, Failure, Operation, RegisterOp, Registers, Verdict, check_by_key,
 };
 
 /// How many registers the clients share (few: contention is the point).
@@ -290,29 +290,10 @@ impl Load {
         );
         match verdict {
             Verdict::Linearizable => {}
-            Verdict::Violation(ops) => {
-                let shown: Vec<String> = ops
-                    .iter()
-                    .take(12)
-                    .filter_map(|i| history.registers.get(*i))
-                    .map(|op| {
-                        format!(
-                            "{:?} -> {:?} [{:.3}s, {}]",
-                            op.input,
-                            op.output,
-                            op.call as f64 / 1e6,
-                            op.ret.map_or("no return".to_string(), |r| format!(
-                                "{:.3}s",
-                                r as f64 / 1e6
-                            ))
-                        )
-                    })
-                    .collect();
-                violations.push(violation(
-                    Invariant::Linearizable,
-                    format!("no order explains: {}", shown.join("; ")),
-                ));
-            }
+            Verdict::Violation(failure) => violations.push(violation(
+                Invariant::Linearizable,
+                failure_text(&history.registers, &failure),
+            )),
             Verdict::Unknown => violations.push(violation(
                 Invariant::Linearizable,
                 format!("the check did not finish within {DEFAULT_BUDGET} steps"),
@@ -444,6 +425,66 @@ async fn run_client(
         }
     }
     client.close().await;
+}
+
+/// One register operation in words: `Write("k", 3) -> None [1.200s, 1.250s]`.
+fn op_text(op: &Operation<RegisterOp, Option<u64>>) -> String {
+    format!(
+        "{:?} -> {:?} [{:.3}s, {}]",
+        op.input,
+        op.output,
+        op.call as f64 / 1e6,
+        op.ret.map_or("no return".to_string(), |r| format!(
+            "{:.3}s",
+            r as f64 / 1e6
+        ))
+    )
+}
+
+/// Where a register's history stops being linearizable, in words: how far an order goes, the
+/// operation none can place next, the operations around it not yet placed, and the last ones
+/// placed.
+fn failure_text(ops: &[Operation<RegisterOp, Option<u64>>], f: &Failure) -> String {
+    let Some(blocked) = ops.get(f.blocked) else {
+        return "no order explains the history".to_string();
+    };
+    let placed: std::collections::BTreeSet<usize> = f.linearized.iter().copied().collect();
+    let end = blocked.ret.unwrap_or(u64::MAX);
+    let around: Vec<String> = f
+        .ops
+        .iter()
+        .filter(|i| **i != f.blocked && !placed.contains(i))
+        .filter_map(|i| ops.get(*i))
+        .filter(|o| o.call <= end && o.ret.is_none_or(|r| r >= blocked.call))
+        .take(8)
+        .map(op_text)
+        .collect();
+    let last: Vec<String> = f
+        .linearized
+        .iter()
+        .rev()
+        .take(3)
+        .rev()
+        .filter_map(|i| ops.get(*i))
+        .map(op_text)
+        .collect();
+    format!(
+        "{} of the register's {} operations take effect in an order (the last: {}); then {} \
+         must have taken effect by its return and no order allows it (unplaced around it: {})",
+        f.linearized.len(),
+        f.ops.len(),
+        if last.is_empty() {
+            "none".to_string()
+        } else {
+            last.join("; ")
+        },
+        op_text(blocked),
+        if around.is_empty() {
+            "none".to_string()
+        } else {
+            around.join("; ")
+        }
+    )
 }
 
 #[cfg(test)]
