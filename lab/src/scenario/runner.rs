@@ -123,32 +123,27 @@ pub async fn run(
         Wiring::Loopback
     };
     let mut partitions = Partitions::new().wired(wiring);
-    let result = if scenario.first_partition().is_some() {
-        // An empty table first: nft missing or refused fails the run before anything starts.
-        match partitions.heal_all().await {
-            Ok(()) => {
-                Box::pin(drive(
-                    scenario,
-                    &mut lab,
-                    &mut partitions,
-                    network.as_ref(),
-                    observer,
-                    stop,
-                ))
-                .await
-            }
-            Err(e) => Err(ScenarioError::Namespace(format!("nftables: {e}"))),
+    // An empty table first: nft missing or refused fails the run before anything starts.
+    let cuttable = match scenario.first_partition() {
+        Some(_) => partitions
+            .heal_all()
+            .await
+            .map_err(|e| ScenarioError::Namespace(format!("nftables: {e}"))),
+        None => Ok(()),
+    };
+    let result = match cuttable {
+        Ok(()) => {
+            Box::pin(drive(
+                scenario,
+                &mut lab,
+                &mut partitions,
+                network.as_ref(),
+                observer,
+                stop,
+            ))
+            .await
         }
-    } else {
-        Box::pin(drive(
-            scenario,
-            &mut lab,
-            &mut partitions,
-            network.as_ref(),
-            observer,
-            stop,
-        ))
-        .await
+        Err(e) => Err(e),
     };
     let teardown = lab.stop().await;
     // The namespaces after their processes.

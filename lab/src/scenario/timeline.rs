@@ -125,20 +125,13 @@ impl Timeline {
         for (vip, a) in &sample.answers {
             let old = self.answered.get(vip).cloned().unwrap_or_default();
             if old != a.now {
-                let shown = |h: &[String]| {
-                    if h.is_empty() {
-                        "nobody".to_string()
-                    } else {
-                        h.join(" and ")
-                    }
-                };
                 out.push(TimelineEntry::new(
                     t,
                     EntryKind::Vm,
                     format!(
                         "vip {vip} answered for by {} -> {} (ARP)",
-                        shown(&old),
-                        shown(&a.now)
+                        hosts_text(&old),
+                        hosts_text(&a.now)
                     ),
                 ));
                 self.answered.insert(vip.clone(), a.now.clone());
@@ -147,6 +140,15 @@ impl Timeline {
         self.answering = Some(answering);
         self.last_pve = Some(pve);
         out
+    }
+}
+
+/// Hosts in words: `pve-a and pve-b`, or `nobody`.
+fn hosts_text(hosts: &[String]) -> String {
+    if hosts.is_empty() {
+        "nobody".to_string()
+    } else {
+        hosts.join(" and ")
     }
 }
 
@@ -241,17 +243,14 @@ fn fleet_changes(t: i64, prev: &FleetSample, next: &FleetSample) -> Vec<Timeline
     for (name, holders) in &next.vips {
         let old = prev.vips.get(name).cloned().unwrap_or_default();
         if &old != holders {
-            let shown = |h: &[String]| {
-                if h.is_empty() {
-                    "nobody".to_string()
-                } else {
-                    h.join(" and ")
-                }
-            };
             out.push(TimelineEntry::new(
                 t,
                 EntryKind::Vm,
-                format!("vip {name} held by {} -> {}", shown(&old), shown(holders)),
+                format!(
+                    "vip {name} held by {} -> {}",
+                    hosts_text(&old),
+                    hosts_text(holders)
+                ),
             ));
         }
     }
