@@ -10,12 +10,12 @@ use crate::error::LabError;
 use crate::layout::{host_name, host_zone};
 use crate::pve_node::NodeAccess;
 
-/// How an agent reaches its PVE node.
+/// How an agent reaches its PVE node, a `pve-sim serve` process (its own, or its simulated
+/// cluster's) as pveproxy on a host: the agent runs on the `lab` platform and knows nothing
+/// else of the simulator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PveAccess {
-    /// `[pve] backend = "sim"`: a simulated node inside the agent process.
-    Sim,
-    /// `[pve] backend = "https"`: a `pve-sim serve` process, API token, CA file.
+    /// `[pve] backend = "https"`: the API over HTTPS, API token, CA file.
     Https,
     /// `[pve] backend = "pvesh"`: the `pvesh-sim` shim against a `pve-sim serve` process.
     Pvesh,
@@ -24,7 +24,7 @@ pub enum PveAccess {
 /// How an agent holds the VIPs granted to its host (`vip_holding` in its configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VipHolding {
-    /// On the host's interfaces, only simulated with the `sim` backend (the agent's default).
+    /// The agent's default: only simulated on the `lab` platform.
     Auto,
     /// Always on the host's interfaces: the namespace testbed, simulated PVE and real
     /// addresses.
@@ -66,12 +66,18 @@ pub struct HostOptions {
     /// Its memory in GiB.
     pub memory_gib: u64,
     /// The network namespace its agent runs in (made by the caller, reaching the members);
-    /// `None`: the lab's own. Only with [`PveAccess::Sim`]: a PVE process would listen
-    /// outside it.
+    /// `None`: the lab's own. Its PVE process listens on the lab's loopback, forwarded into
+    /// the namespace ([`crate::loopback_forward`]).
     pub netns: Option<String>,
-    /// How its agent holds VIPs; `None`: simulated in the lab's own namespace (the machine's
-    /// network is never touched), the agent's default in a namespace of its own.
+    /// How its agent holds VIPs; `None`: the agent's default on the `lab` platform, recorded
+    /// only (the machine's network is never touched).
     pub vip_holding: Option<VipHolding>,
+    /// The agent is a release older than the `platform` key (the rolling-upgrade test's
+    /// pinned release): its configuration leaves out `platform`, `vip_holding` and `[fence]`,
+    /// which such a release refuses (it neither fences nor holds VIPs). Rewrite the
+    /// configuration without it ([`crate::Lab::rewrite_agent_config`]) before starting a newer
+    /// agent on the same host.
+    pub pre_platform_release: bool,
     /// The simulated PVE cluster ([`crate::Lab::add_pve_cluster`]) whose node named like this
     /// host its agent talks to (https or pvesh backend), instead of a `pve-sim` process of its
     /// own; `None`: a one-node simulator of its own when its backend needs one.
@@ -103,6 +109,7 @@ impl HostOptions {
             memory_gib: 64,
             netns: None,
             vip_holding: None,
+            pre_platform_release: false,
             pve_cluster: None,
             bind_address: None,
             withheld_privileges: Vec::new(),
@@ -122,11 +129,11 @@ impl HostOptions {
         self
     }
 
-    /// The `i`-th demo host (`pve-a`, `pve-b`, ..., zones `a` and `b` in turn), simulated in
-    /// its agent, with tasks `speed` times faster than real PVE and the guest agent reporting
+    /// The `i`-th demo host (`pve-a`, `pve-b`, ..., zones `a` and `b` in turn), its PVE a
+    /// `pve-sim` process of its own, with tasks `speed` times faster than real PVE and the guest agent reporting
     /// addresses 8 s (before scaling) after a start, as a cloud image's boot would.
     pub fn demo(i: u32, speed: u32) -> HostOptions {
-        let mut host = HostOptions::new(host_name(i), PveAccess::Sim).label("zone", host_zone(i));
+        let mut host = HostOptions::new(host_name(i), PveAccess::Https).label("zone", host_zone(i));
         host.time_scale = 1.0 / f64::from(speed.max(1));
         host.agent_ip_delay_secs = 8.0;
         host.heartbeat_ms = 1000;
@@ -169,11 +176,6 @@ impl HostOptions {
         self.bind_address = Some(address);
         self
     }
-
-    /// Whether the host's PVE is a `pve-sim serve` process (of its own, or its cluster's).
-    pub fn needs_pve_process(&self) -> bool {
-        self.access != PveAccess::Sim
-    }
 }
 
 /// An agent's configuration file and the environment its backend needs.
@@ -215,17 +217,15 @@ pub fn write_agent_config(
         .map(|(k, v)| (k.clone(), toml::Value::from(v.clone())))
         .collect();
     table.insert("labels".into(), labels.into());
-    // A lab agent in the lab's own namespace (the machine's) never touches the machine's
-    // interfaces or firewall, whatever its PVE backend: it simulates holding VIPs unless the
-    // caller asks otherwise. With the `sim` backend that is the agent's default (`auto`), and
-    // the key is left out: agents older than VIP holding (the rolling-upgrade test runs the
-    // pinned release) refuse a key they do not know.
-    let holding = opts
-        .vip_holding
-        .or((opts.netns.is_none() && opts.access != PveAccess::Sim)
-            .then_some(VipHolding::Simulated));
-    if let Some(holding) = holding {
-        table.insert("vip_holding".into(), holding.as_str().into());
+    // The lab platform: the agent resets its node, takes VM configurations over and writes
+    // snippets through the simulator's control API, and records VIPs without touching an
+    // interface (unless the caller asks for real holding, in a namespace of its own). A
+    // release older than the key refuses it, and has neither fencing nor VIP holding.
+    if !opts.pre_platform_release {
+        table.insert("platform".into(), "lab".into());
+        if let Some(holding) = opts.vip_holding {
+            table.insert("vip_holding".into(), holding.as_str().into());
+        }
     }
     // Only when set: agents older than the key refuse it.
     if let Some(address) = opts.bind_address {
@@ -239,16 +239,6 @@ pub fn write_agent_config(
         ))
     };
     match opts.access {
-        PveAccess::Sim => {
-            backend.insert("backend".into(), "sim".into());
-            backend.insert("cpus".into(), int(u64::from(opts.cpus)));
-            backend.insert("memory_gib".into(), int(opts.memory_gib));
-            backend.insert("time_scale".into(), opts.time_scale.into());
-            backend.insert(
-                "agent_ip_delay_secs".into(),
-                opts.agent_ip_delay_secs.into(),
-            );
-        }
         PveAccess::Https => {
             let node = pve.ok_or_else(missing)?;
             backend.insert("backend".into(), "https".into());
@@ -281,16 +271,6 @@ pub fn write_agent_config(
         }
     }
     table.insert("pve".into(), backend.into());
-    // The lab never resets a real host: its guard (the agent's child) kills the agent and
-    // resets the simulated node instead. With the in-process `sim` backend that is already
-    // the agent's default, and the section is left out: agents older than fencing (the
-    // rolling-upgrade test runs the pinned release) refuse a key they do not know.
-    if opts.access != PveAccess::Sim {
-        let mut fence = toml::Table::new();
-        fence.insert("reset".into(), "simulated".into());
-        fence.insert("guard".into(), "child".into());
-        table.insert("fence".into(), fence.into());
-    }
     let write = |source| LabError::Write {
         path: path.to_path_buf(),
         source,
@@ -310,39 +290,68 @@ pub fn write_agent_config(
 mod tests {
     use super::*;
 
+    fn access() -> NodeAccess {
+        NodeAccess {
+            url: "https://127.0.0.1:40002".into(),
+            cert: "/lab/pve/pve-b/cert.pem".into(),
+            token_file: "/lab/pve/pve-b/token".into(),
+            password_file: "/lab/pve/pve-b/root-password".into(),
+        }
+    }
+
     #[test]
-    fn the_demo_host_configuration_names_the_host_its_zone_and_the_simulated_node() {
+    fn the_demo_host_configuration_names_the_host_its_zone_and_the_lab_platform() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("pve-b.toml");
         let data_dir = tmp.path().join("pve-b");
-        let files =
-            write_agent_config(&HostOptions::demo(1, 10), &data_dir, &path, None, None).unwrap();
+        let files = write_agent_config(
+            &HostOptions::demo(1, 10),
+            &data_dir,
+            &path,
+            Some(&access()),
+            None,
+        )
+        .unwrap();
         assert!(files.env.is_empty());
         let back: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
         assert_eq!(back["host_name"].as_str(), Some("pve-b"));
         assert_eq!(back["labels"]["zone"].as_str(), Some("b"));
-        assert_eq!(back["pve"]["backend"].as_str(), Some("sim"));
-        assert_eq!(back["pve"]["time_scale"].as_float(), Some(0.1));
+        assert_eq!(back["platform"].as_str(), Some("lab"));
+        assert_eq!(back["pve"]["backend"].as_str(), Some("https"));
         assert!(!back.contains_key("inventory_ms"));
-        // Outside a namespace of its own an agent never touches the machine's network: with
-        // the `sim` backend its default (`auto`) simulates holding, so nothing is written.
+        // The lab platform's default (`auto`) only records VIPs: the machine's network is
+        // never touched, and nothing is written.
         assert!(!back.contains_key("vip_holding"), "{back:?}");
         assert_eq!(back["data_dir"].as_str(), Some(data_dir.to_str().unwrap()));
-        // The `sim` backend's defaults fence by simulation only (`reset = "auto"`).
+        // The platform's defaults fence by simulation only (`reset = "auto"`).
         assert!(!back.contains_key("fence"), "{back:?}");
     }
 
     #[test]
-    fn a_testbed_host_holds_its_vips_on_the_host_with_the_simulated_backend() {
+    fn a_testbed_host_holds_its_vips_on_the_host_with_simulated_pve() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("h1.toml");
-        let opts = HostOptions::new("h1", PveAccess::Sim)
+        let opts = HostOptions::new("h1", PveAccess::Https)
             .in_netns("pvf-1-0-h1")
             .with_vip_holding(VipHolding::Host);
-        write_agent_config(&opts, tmp.path(), &path, None, None).unwrap();
+        write_agent_config(&opts, tmp.path(), &path, Some(&access()), None).unwrap();
         let back: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
         assert_eq!(back["vip_holding"].as_str(), Some("host"));
-        assert_eq!(back["pve"]["backend"].as_str(), Some("sim"));
+        assert_eq!(back["platform"].as_str(), Some("lab"));
+    }
+
+    #[test]
+    fn a_release_before_the_platform_key_gets_none_of_the_newer_keys() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("h1.toml");
+        let mut opts =
+            HostOptions::new("h1", PveAccess::Https).with_vip_holding(VipHolding::Simulated);
+        opts.pre_platform_release = true;
+        write_agent_config(&opts, tmp.path(), &path, Some(&access()), None).unwrap();
+        let back: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+        for key in ["platform", "vip_holding", "fence", "bind_address"] {
+            assert!(!back.contains_key(key), "{key}: {back:?}");
+        }
     }
 
     #[test]
@@ -372,7 +381,14 @@ mod tests {
             Some("/lab/pve/east/cert.pem")
         );
         // Without an address the key is left out: older agents refuse keys they do not know.
-        write_agent_config(&HostOptions::demo(0, 1), tmp.path(), &path, None, None).unwrap();
+        write_agent_config(
+            &HostOptions::demo(0, 1),
+            tmp.path(),
+            &path,
+            Some(&access),
+            None,
+        )
+        .unwrap();
         let back: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
         assert!(!back.contains_key("bind_address"), "{back:?}");
     }

@@ -48,7 +48,7 @@ const READY_WAIT: Duration = Duration::from_secs(60);
 const JOINS_AT_ONCE: usize = 4;
 /// How long a child may take to exit on SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(15);
-/// The agent's leave file (`node_agent::daemon::LEAVE_FILE`; the lab does not link the agent).
+/// The agent's leave file (`node_agent::leave_probe::LEAVE_FILE`; the lab does not link the agent).
 const LEAVE_FILE: &str = "leaving";
 /// Per-call timeout of the lab's own admin calls (elections included).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -366,12 +366,6 @@ impl Lab {
     /// How the agent of `opts` reaches node `opts.name` of its cluster.
     fn cluster_access(&self, opts: &HostOptions, cluster: &str) -> Result<NodeAccess, LabError> {
         let host = &opts.name;
-        if opts.access == PveAccess::Sim {
-            return Err(LabError::NoSuchPart(format!(
-                "host {host}: its sim backend simulates PVE in the agent, it cannot be a node \
-                 of PVE cluster {cluster}"
-            )));
-        }
         let c = self.pve_cluster(cluster).ok_or_else(|| {
             LabError::NoSuchPart(format!(
                 "host {host}: the lab has no PVE cluster {cluster} (add it with add_pve_cluster)"
@@ -742,10 +736,13 @@ impl Lab {
             Some(cluster) => Some(self.cluster_access(opts, cluster)?),
             None => None,
         };
-        let pve = if opts.needs_pve_process() && cluster_access.is_none() {
+        let pve = if cluster_access.is_none() {
             let dir = self.layout.pve_dir(&host);
             let mut config =
                 node_config(&host, opts.cpus, opts.time_scale, opts.agent_ip_delay_secs);
+            for node in &mut config.nodes {
+                node.memory = opts.memory_gib.saturating_mul(1 << 30);
+            }
             for token in &mut config.tokens {
                 token.withheld.clone_from(&opts.withheld_privileges);
             }
@@ -773,7 +770,7 @@ impl Lab {
         );
         let pvesh = match opts.access {
             PveAccess::Pvesh => Some(bins.path(PVESH_SIM)?),
-            PveAccess::Sim | PveAccess::Https => None,
+            PveAccess::Https => None,
         };
         let access = cluster_access.or_else(|| pve.as_ref().map(PveNode::access));
         // An agent in a namespace of its own reaches its PVE process, which listens on the
@@ -877,7 +874,7 @@ impl Lab {
     /// own `pve-sim` process).
     ///
     /// # Errors
-    /// [`LabError::NoSuchPart`] for an agent with the in-process `sim` backend.
+    /// [`LabError::NoSuchPart`] if there is no agent `i`.
     pub fn pve_control(&self, i: usize) -> Result<crate::SimControl, LabError> {
         let agent = self.agent(i)?;
         if let Some(name) = &agent.pve_cluster {
@@ -889,10 +886,46 @@ impl Lab {
         match &agent.pve {
             Some(node) => node.control(),
             None => Err(LabError::NoSuchPart(format!(
-                "host {}: its PVE node lives inside its agent",
+                "host {}: it has no PVE process",
                 agent.host
             ))),
         }
+    }
+
+    /// Writes agent `i`'s configuration again from `opts` (its host's options, changed): for
+    /// a newer release about to start on the host, without
+    /// [`HostOptions::pre_platform_release`]. Takes effect at the agent's next start.
+    ///
+    /// # Errors
+    /// [`LabError::NoSuchPart`] if there is no agent `i` or `opts` names another host, or what
+    /// the write failed on.
+    pub fn rewrite_agent_config(&mut self, i: usize, opts: &HostOptions) -> Result<(), LabError> {
+        let access = match &opts.pve_cluster {
+            Some(cluster) => Some(self.cluster_access(opts, cluster)?),
+            None => self.agent(i)?.pve.as_ref().map(PveNode::access),
+        };
+        let pvesh = match opts.access {
+            PveAccess::Pvesh => Some(self.options.binaries.path(PVESH_SIM)?),
+            PveAccess::Https => None,
+        };
+        let agent = self.agent(i)?;
+        if agent.host != opts.name {
+            return Err(LabError::NoSuchPart(format!(
+                "agent {i} runs host {}, not {}",
+                agent.host, opts.name
+            )));
+        }
+        let files = write_agent_config(
+            opts,
+            &agent.data_dir,
+            &self.layout.agent_config(&agent.host),
+            access.as_ref(),
+            pvesh.as_deref(),
+        )?;
+        if let Some(agent) = self.agents.get_mut(i) {
+            agent.files = files;
+        }
+        Ok(())
     }
 
     /// Powers agent `i`'s host off as a whole: its agent and the agent's fence guard die
@@ -952,7 +985,7 @@ impl Lab {
 
     /// Stops agent `i` the way systemd does, saying why: `leaving` (`reboot`, `poweroff`; `None`:
     /// only the agent restarts) goes into the file its leave probe reads
-    /// (`node_agent::daemon::LEAVE_FILE`), then SIGTERM, up to `grace` for it to exit (a drain
+    /// (`node_agent::leave_probe::LEAVE_FILE`), then SIGTERM, up to `grace` for it to exit (a drain
     /// before a shutdown takes that long), then SIGKILL. `None` if it did not run.
     ///
     /// # Errors

@@ -9,16 +9,17 @@
 //! heartbeat_ms = 1000
 //! inventory_ms = 5000
 //! log = "info"                           # RUST_LOG wins
-//! vip_holding = "auto"                   # or "host" or "simulated" (auto: simulated with sim)
+//! platform = "host"                      # or "lab": a pve-sim process is this host's PVE
+//! vip_holding = "auto"                   # or "host" or "simulated" (auto: simulated in a lab)
 //! bind_address = "127.0.1.3"             # source address of its QUIC connections (default: any)
 //! [fence]                                # docs/design/fencing-agent.md
 //! lead_ms = 2000                         # fence this long before the lease ends
-//! reset = "auto"                         # or "host" or "simulated" (auto: simulated with sim)
-//! guard = "auto"                         # or "unit" or "child" (auto: child when simulated)
+//! reset = "auto"                         # or "host" or "simulated" (auto: follows platform)
+//! guard = "auto"                         # or "unit" or "child" (auto: child in a lab)
 //! [labels]
 //! zone = "a"
 //! [pve]
-//! backend = "https"                      # or "pvesh" or "sim"
+//! backend = "https"                      # or "pvesh"
 //! url = "https://127.0.0.1:8006"
 //! token_file = "/etc/pvefleet/pve-token" # one line USER@REALM!TOKENID=SECRET, mode 0600
 //! fingerprint = "AA:BB:..."              # or ca_file = "/etc/pve/pve-root-ca.pem", or insecure = true
@@ -62,8 +63,7 @@ pub struct AgentConfig {
     /// The agent's directory: its certificate and key, `cluster.toml`, the command journal.
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
-    /// The PVE node name of this host; the machine's short host name when absent (required
-    /// with the `sim` backend, whose node is named after it).
+    /// The PVE node name of this host; the machine's short host name when absent.
     #[serde(default)]
     pub host_name: Option<String>,
     /// Labels placement constraints match (`zone = "a"`).
@@ -80,8 +80,13 @@ pub struct AgentConfig {
     /// variable wins over it.
     #[serde(default = "default_log")]
     pub log: String,
+    /// Where the agent runs: `host` (the default), a PVE host; `lab`, beside a `pve-sim`
+    /// process standing in for PVE, whose control API resets the node, edits its cluster
+    /// filesystem and takes snippets, with no systemd to ask why the agent stops.
+    #[serde(default)]
+    pub platform: PlatformKind,
     /// How VIPs granted to this host are held: `auto` (the default) holds them on the host's
-    /// interfaces, or only simulates holding with the `sim` backend; `host` always holds them
+    /// interfaces, or only simulates holding on the `lab` platform; `host` always holds them
     /// for real (the namespace testbed: simulated PVE, real addresses); `simulated` never
     /// touches an interface.
     #[serde(default)]
@@ -102,28 +107,28 @@ pub struct AgentConfig {
     pub pve: PveConfig,
 }
 
+/// Where the agent runs (`platform = ...`); [`crate::platform::Platform`] is what it implies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlatformKind {
+    /// A PVE host: reboot(2) for a reset, pmxcfs at `/etc/pve`, systemd.
+    #[default]
+    Host,
+    /// A lab: the `pve-sim` process behind the `[pve]` backend stands in for the host.
+    Lab,
+}
+
 /// How VIPs are held (`vip_holding = ...`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VipHolding {
-    /// On the host's interfaces, simulated with the `sim` backend.
+    /// On the host's interfaces, simulated on the `lab` platform.
     #[default]
     Auto,
     /// Always on the host's interfaces.
     Host,
     /// Never on an interface: recorded and reported as simulated.
     Simulated,
-}
-
-impl VipHolding {
-    /// Whether holding is simulated with backend `pve`.
-    pub fn is_simulated(self, pve: &PveConfig) -> bool {
-        match self {
-            VipHolding::Auto => matches!(pve, PveConfig::Sim(_)),
-            VipHolding::Host => false,
-            VipHolding::Simulated => true,
-        }
-    }
 }
 
 /// How the agent reaches PVE on this host (`[pve] backend = ...`).
@@ -134,8 +139,6 @@ pub enum PveConfig {
     Https(HttpsSettings),
     /// `pvesh` as root on the host.
     Pvesh(PveshSettings),
-    /// A simulated PVE node in process (simulation mode, no PVE needed).
-    Sim(SimSettings),
 }
 
 /// `backend = "https"`.
@@ -210,55 +213,12 @@ pub struct PveshSettings {
     pub timeout_secs: u64,
 }
 
-/// `backend = "sim"`: one simulated node named after the host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SimSettings {
-    /// Logical CPUs of the node.
-    #[serde(default = "default_sim_cpus")]
-    pub cpus: u32,
-    /// Memory of the node in GiB.
-    #[serde(default = "default_sim_memory")]
-    pub memory_gib: u64,
-    /// Linux bridges of the node.
-    #[serde(default = "default_sim_bridges")]
-    pub bridges: Vec<String>,
-    /// Also a shared `rbd` storage named `ceph`.
-    #[serde(default)]
-    pub ceph: bool,
-    /// Multiplies simulated task durations (1.0 realistic, 0.0 instant).
-    #[serde(default = "default_time_scale")]
-    pub time_scale: f64,
-    /// Seconds (before scaling) from a VM start until its guest agent reports addresses.
-    #[serde(default = "default_agent_ip_delay")]
-    pub agent_ip_delay_secs: f64,
-}
-
-impl Default for SimSettings {
-    fn default() -> Self {
-        SimSettings {
-            cpus: default_sim_cpus(),
-            memory_gib: default_sim_memory(),
-            bridges: default_sim_bridges(),
-            ceph: false,
-            time_scale: default_time_scale(),
-            agent_ip_delay_secs: default_agent_ip_delay(),
-        }
-    }
-}
-
 impl PveConfig {
-    /// Whether it is the in-process simulated node (whose guests die with the agent).
-    pub fn is_sim(&self) -> bool {
-        matches!(self, PveConfig::Sim(_))
-    }
-
-    /// The backend's name as configured (`https`, `pvesh`, `sim`).
+    /// The backend's name as configured (`https`, `pvesh`).
     pub fn kind(&self) -> &'static str {
         match self {
             PveConfig::Https(_) => "https",
             PveConfig::Pvesh(_) => "pvesh",
-            PveConfig::Sim(_) => "sim",
         }
     }
 }
@@ -363,6 +323,25 @@ impl AgentConfig {
         self.fence
             .validate()
             .map_err(|(field, reason)| invalid(&field, reason))?;
+        match (self.platform, self.fence.reset) {
+            (PlatformKind::Host, ResetMode::Simulated) => {
+                return Err(invalid(
+                    "fence.reset",
+                    "\"simulated\" resets a pve-sim node: only with platform = \"lab\" (on a PVE \
+                     host leave it \"auto\" or set \"host\")"
+                        .into(),
+                ));
+            }
+            (PlatformKind::Lab, ResetMode::Host) => {
+                return Err(invalid(
+                    "fence.reset",
+                    "\"host\" reboots this machine: not with platform = \"lab\" (leave it \
+                     \"auto\")"
+                        .into(),
+                ));
+            }
+            _ => {}
+        }
         // The labels are checked with any valid name; the name itself is checked on its own.
         check_host(self.host_name.as_deref().unwrap_or("host"), &self.labels)
             .map_err(|(field, reason)| invalid(&field, reason))?;
@@ -376,16 +355,6 @@ impl AgentConfig {
                     return Err(invalid("pve.program", "must not be empty".into()));
                 }
                 Ok(())
-            }
-            PveConfig::Sim(sim) => {
-                if self.host_name.is_none() {
-                    return Err(invalid(
-                        "host_name",
-                        "required with backend = \"sim\": the simulated node is named after it"
-                            .into(),
-                    ));
-                }
-                sim.validate().map_err(|(f, r)| invalid(&f, r))
             }
         }
     }
@@ -444,34 +413,6 @@ impl HttpsSettings {
     }
 }
 
-impl SimSettings {
-    fn validate(&self) -> Result<(), (String, String)> {
-        let bad = |f: &str, r: &str| Err((format!("pve.{f}"), r.to_string()));
-        if self.cpus == 0 {
-            return bad("cpus", "must be at least 1");
-        }
-        if self.memory_gib == 0 || self.memory_gib > 1 << 20 {
-            return bad("memory_gib", "must be between 1 and 1048576");
-        }
-        if self.bridges.is_empty() {
-            return bad("bridges", "name at least one bridge (e.g. [\"vmbr0\"])");
-        }
-        if let Some(b) = self.bridges.iter().find(|b| !is_bridge_name(b)) {
-            return Err((
-                "pve.bridges".into(),
-                format!("'{b}' is not a bridge name (letters and digits, e.g. vmbr0)"),
-            ));
-        }
-        if !(self.time_scale.is_finite() && self.time_scale >= 0.0) {
-            return bad("time_scale", "must be a number >= 0");
-        }
-        if !(self.agent_ip_delay_secs.is_finite() && self.agent_ip_delay_secs >= 0.0) {
-            return bad("agent_ip_delay_secs", "must be a number >= 0");
-        }
-        Ok(())
-    }
-}
-
 /// The name and labels must follow the fleet's rules; the error names the config field.
 fn check_host(name: &str, labels: &Labels) -> Result<(), (String, String)> {
     protocol::fleet::validate_host(name, labels).map_err(|e| {
@@ -502,10 +443,6 @@ fn ip_address<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IpAddr>, D::Erro
         }
     }
     d.deserialize_str(Ip).map(Some)
-}
-
-fn is_bridge_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 15 && name.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 /// `pve1.example.com` → `pve1`: PVE names its node after the host name without the domain.
@@ -579,22 +516,6 @@ fn default_pvesh() -> PathBuf {
 fn default_pvesh_timeout() -> u64 {
     pve::pvesh::PveshConfig::DEFAULT_TIMEOUT.as_secs()
 }
-fn default_sim_cpus() -> u32 {
-    16
-}
-fn default_sim_memory() -> u64 {
-    64
-}
-fn default_sim_bridges() -> Vec<String> {
-    vec!["vmbr0".into(), "vmbr1".into()]
-}
-fn default_time_scale() -> f64 {
-    1.0
-}
-fn default_agent_ip_delay() -> f64 {
-    8.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -603,15 +524,44 @@ mod tests {
         AgentConfig::from_toml(text, Path::new("agent.toml")).map_err(|e| e.to_string())
     }
 
-    const SIM: &str = "host_name = \"hosta\"\n[pve]\nbackend = \"sim\"\n";
+    const SIM: &str =
+        "host_name = \"hosta\"\n[pve]\nbackend = \"https\"\ntoken_file = \"/t\"\ninsecure = true\n";
 
     #[test]
-    fn a_minimal_sim_config_takes_the_defaults() {
+    fn a_minimal_config_takes_the_defaults() {
         let c = parse(SIM).unwrap();
         assert_eq!(c.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
         assert_eq!(c.heartbeat_ms, DEFAULT_HEARTBEAT_MS);
-        assert_eq!(c.pve, PveConfig::Sim(SimSettings::default()));
+        assert_eq!(c.platform, PlatformKind::Host);
+        assert_eq!(c.pve.kind(), "https");
         assert_eq!(c.resolved_host_name(Path::new("x")).unwrap(), "hosta");
+    }
+
+    #[test]
+    fn the_platform_and_the_reset_must_agree() {
+        assert_eq!(
+            parse(&format!("platform = \"lab\"\n{SIM}"))
+                .unwrap()
+                .platform,
+            PlatformKind::Lab
+        );
+        let host_sim = parse(&format!("{SIM}[fence]\nreset = \"simulated\"\n")).unwrap_err();
+        assert!(
+            host_sim.contains("fence.reset") && host_sim.contains("platform = \"lab\""),
+            "{host_sim}"
+        );
+        let lab_host = parse(&format!(
+            "platform = \"lab\"\n{SIM}[fence]\nreset = \"host\"\n"
+        ))
+        .unwrap_err();
+        assert!(lab_host.contains("fence.reset"), "{lab_host}");
+        let unknown = parse(&format!("platform = \"sim\"\n{SIM}")).unwrap_err();
+        assert!(
+            unknown.contains("platform") && unknown.contains("lab"),
+            "{unknown}"
+        );
+        let gone = parse("host_name = \"h\"\n[pve]\nbackend = \"sim\"\n").unwrap_err();
+        assert!(gone.contains("sim") && gone.contains("https"), "{gone}");
     }
 
     #[test]
@@ -629,14 +579,6 @@ mod tests {
                 timeout_secs: 60
             })
         );
-        let sim = format!("{SIM}cpus = 4\nmemory_gib = 8\nceph = true\ntime_scale = 0.0\n");
-        let PveConfig::Sim(s) = parse(&sim).unwrap().pve else {
-            panic!("not sim");
-        };
-        assert_eq!(
-            (s.cpus, s.memory_gib, s.ceph, s.time_scale),
-            (4, 8, true, 0.0)
-        );
     }
 
     #[test]
@@ -647,14 +589,10 @@ mod tests {
             (format!("heartbeat_ms = 0\n{SIM}"), "heartbeat_ms"),
             (format!("inventory_ms = 1\n{SIM}"), "inventory_ms"),
             (format!("{SIM}cpu = 4\n"), "cpu"),
-            (format!("{SIM}cpus = 0\n"), "pve.cpus"),
-            (format!("{SIM}bridges = []\n"), "pve.bridges"),
-            (format!("{SIM}time_scale = -1.0\n"), "pve.time_scale"),
             (format!("{SIM}[fence]\nlead_ms = 50\n"), "fence.lead_ms"),
             (format!("{SIM}[fence]\nreset = \"reboot\"\n"), "reset"),
             (format!("{SIM}[fence]\nguard = \"systemd\"\n"), "guard"),
             (format!("{SIM}[fence]\nlead = 5\n"), "lead"),
-            ("[pve]\nbackend = \"sim\"\n".to_string(), "host_name"),
             (format!("host_name = \"a_b\"\n{SIM}"), "host_name"),
             (format!("[labels]\nZone = \"a\"\n{SIM}"), "labels"),
             ("[pve]\nbackend = \"esx\"\n".to_string(), "esx"),
@@ -702,7 +640,7 @@ mod tests {
     fn the_fence_section_defaults_and_names_its_allowed_values() {
         assert_eq!(parse(SIM).unwrap().fence, FenceConfig::default());
         let c = parse(&format!(
-            "{SIM}[fence]\nlead_ms = 1500\nreset = \"simulated\"\nguard = \"child\"\n"
+            "platform = \"lab\"\n{SIM}[fence]\nlead_ms = 1500\nreset = \"simulated\"\nguard = \"child\"\n"
         ))
         .unwrap();
         assert_eq!(

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  start: config ─▶ NodeDir (cluster.toml, node cert, CA) ─▶ journal/ (sled)
-//!         ─▶ PVE backend (https | pvesh | sim) ─▶ Executor(journal, VmOps)
+//!         ─▶ Platform (host | lab) ─▶ PVE backend (https | pvesh) ─▶ Executor(journal, VmOps)
 //!         ─▶ QUIC client endpoint ─▶ Collector, certificate renewal and Session tasks
 //!         ─▶ Fencer (fence.json written before anything runs; start gate, VIP flag)
 //!         ─▶ systemd notifier (readiness after the first ack, status, watchdog)
@@ -21,7 +21,6 @@ use bootstrap::{BootstrapError, NodeDir};
 use protocol::fleet::PVE_CLUSTER_LABEL;
 use protocol::spec::Labels;
 use protocol::{NodeId, Role};
-use pve_sim::Sim;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -36,14 +35,11 @@ use crate::diagnosis::{Diagnoser, trust_of};
 use crate::error::JournalError;
 use crate::executor::Executor;
 use crate::fence::guests::GuestStopper;
-use crate::fence::settings::Reset;
-use crate::fence::sim_power::SimNode;
 use crate::fence::{FenceError, Fencer, FencerConfig, StartGate};
 use crate::inventory::{self, Collector};
 use crate::journal::Journal;
-use crate::leave_probe::LeaveProbe;
-use crate::ops::cluster_fs::ClusterFs;
-use crate::ops::{SimSnippetWriter, VmOps};
+use crate::ops::VmOps;
+use crate::platform::{Platform, PlatformError};
 use crate::session::{
     CertRenewal, LEAVE_DRAIN_MAX, MAX_CONCURRENT, RENEW_CHECK, Session, SessionConfig,
     SessionStatus, Target,
@@ -55,9 +51,6 @@ use crate::vip::keeper::{Keeper, KeeperConfig};
 
 /// The journal's directory below the data directory.
 pub const JOURNAL_DIR: &str = "journal";
-/// The file a lab writes in the data directory to say why it stops a simulated host's agent
-/// (`reboot`, `poweroff`; absent: a restart).
-pub const LEAVE_FILE: &str = "leaving";
 /// How long commands still running at shutdown may take to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Bound on the teardown steps after the grace period.
@@ -72,7 +65,7 @@ pub struct ReadyLine {
     pub node_id: NodeId,
     /// The host's PVE node name.
     pub host: String,
-    /// The PVE backend (`https`, `pvesh`, `sim`).
+    /// The PVE backend (`https`, `pvesh`).
     pub backend: String,
 }
 
@@ -118,6 +111,9 @@ pub enum AgentError {
     /// The PVE backend could not be built.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// The platform could not be built.
+    #[error(transparent)]
+    Platform(#[from] PlatformError),
     /// The QUIC endpoint could not be made.
     #[error("cannot make the QUIC endpoint: {0}")]
     Endpoint(TransportError),
@@ -141,7 +137,6 @@ pub struct RunningAgent {
     node_id: NodeId,
     host: String,
     backend: &'static str,
-    sim: Option<Sim>,
     vips: Option<SimHeld>,
     endpoint: Endpoint,
     stop: CancellationToken,
@@ -206,23 +201,21 @@ impl Agent {
         }
         let tls = node_dir.load_node_material().map_err(load)?;
         let journal = open_journal(dir.join(JOURNAL_DIR)).await?;
+        let platform = Platform::new(&config, &host, |k| std::env::var(k).ok())?;
         let pve = backend::connect(&config.pve, &host)?;
         // Closed by the fencer while the lease runs out: no command starts a guest then.
         let gate = StartGate::new();
-        let mut ops = VmOps::new(pve.client.clone(), host.clone())
+        let ops = VmOps::new(pve.client.clone(), host.clone())
             .with_start_gate(gate.clone())
-            .with_cluster_fs(cluster_fs(&config, &host))
+            .with_cluster_fs(platform.cluster_fs())
+            .with_snippets(platform.snippets())
             .with_migration_address(match &config.pve {
                 // Checked when the configuration was loaded.
                 PveConfig::Https(https) => https.migration_address().ok().flatten(),
-                PveConfig::Pvesh(_) | PveConfig::Sim(_) => None,
+                PveConfig::Pvesh(_) => None,
             });
-        // A simulated node has no storage directories: its snippets live in the simulator.
-        if let Some(sim) = &pve.sim {
-            ops = ops.with_snippets(Arc::new(SimSnippetWriter::new(sim.clone())));
-        }
         let clock = ClockWatch::new();
-        let vips_simulated = config.vip_holding.is_simulated(&config.pve);
+        let vips_simulated = !platform.holds_vips_on_interfaces();
         let executor = Executor::new(journal, ops).with_diagnoser(Diagnoser::new(
             pve.client.clone(),
             host.clone(),
@@ -254,17 +247,12 @@ impl Agent {
         let session = Session::new(
             SessionConfig {
                 host_name: host.clone(),
-                labels: with_pve_cluster(config.labels.clone(), &pve.client, config.pve.is_sim())
-                    .await,
+                labels: with_pve_cluster(config.labels.clone(), &pve.client).await,
                 heartbeat: Duration::from_millis(config.heartbeat_ms),
                 members: members.clone(),
                 max_concurrent: MAX_CONCURRENT,
                 shutdown_grace: SHUTDOWN_GRACE,
-                // Simulated hosts have no systemd: the lab says why it stops the agent.
-                leave_probe: Some(match config.fence.reset(config.pve.is_sim()) {
-                    Reset::Simulated => LeaveProbe::File(dir.join(LEAVE_FILE)),
-                    Reset::Host => LeaveProbe::Systemd,
-                }),
+                leave_probe: Some(platform.leave_probe(&dir)),
             },
             endpoint.clone(),
             Arc::new(executor),
@@ -278,7 +266,6 @@ impl Agent {
             FencerConfig {
                 data_dir: dir.clone(),
                 lead,
-                guests_end_with_agent: config.pve.is_sim(),
             },
             // QEMU gets half the lead to quit before PVE kills it.
             GuestStopper::new(pve.client.clone(), host.clone(), lead / 2),
@@ -311,12 +298,17 @@ impl Agent {
             tasks.spawn(notifier.run(stop.clone()));
         }
         let session = tokio::spawn(session.run(stop.clone()));
-        tracing::info!(node_id = cluster.node_id, %host, backend = pve.kind, "agent started");
+        tracing::info!(
+            node_id = cluster.node_id,
+            %host,
+            backend = pve.kind,
+            platform = platform.name(),
+            "agent started"
+        );
         Ok(RunningAgent {
             node_id: cluster.node_id,
             host,
             backend: pve.kind,
-            sim: pve.sim,
             vips,
             endpoint,
             stop,
@@ -344,28 +336,12 @@ fn keeper<H: Holder>(
     )
 }
 
-/// How relocated VMs are taken over: through the simulator when the host is simulated (its
-/// reset is, too), pmxcfs at `/etc/pve` on a PVE host, nothing for an in-process node.
-fn cluster_fs(config: &AgentConfig, host: &str) -> ClusterFs {
-    if config.pve.is_sim() {
-        return ClusterFs::Unavailable;
-    }
-    match config.fence.reset(false) {
-        Reset::Simulated => SimNode::of(&config.pve, host, |k| std::env::var(k).ok())
-            .map_or(ClusterFs::Unavailable, ClusterFs::Simulator),
-        Reset::Host => ClusterFs::Pmxcfs(PathBuf::from("/etc/pve")),
-    }
-}
-
 /// `labels` with [`PVE_CLUSTER_LABEL`] set to the name of the PVE cluster the node belongs to
 /// (from `GET /cluster/status`), which a relocation stays within; left out on a standalone
-/// node, for the in-process simulated node (a cluster of one), and when PVE cannot say (a
+/// node and when PVE cannot say (a
 /// warning: the host is then treated as standalone until the agent restarts).
-async fn with_pve_cluster(mut labels: Labels, client: &pve::Client, in_process: bool) -> Labels {
+async fn with_pve_cluster(mut labels: Labels, client: &pve::Client) -> Labels {
     labels.remove(PVE_CLUSTER_LABEL);
-    if in_process {
-        return labels;
-    }
     match client.cluster_status().await {
         Ok(entries) => {
             if let Some(c) = entries.iter().find(|e| e.kind == "cluster") {
@@ -400,11 +376,6 @@ impl RunningAgent {
     /// The host's PVE node name.
     pub fn host(&self) -> &str {
         &self.host
-    }
-
-    /// The simulator of a `sim` backend (to act behind the agent's back in tests and demos).
-    pub fn sim(&self) -> Option<&Sim> {
-        self.sim.as_ref()
     }
 
     /// What a simulated host holds (`None` when VIPs are held on the host's interfaces).

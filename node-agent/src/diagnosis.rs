@@ -44,7 +44,7 @@ pub fn trust_of(config: &PveConfig) -> PveTrust {
         PveConfig::Https(h) if h.fingerprint.is_some() => PveTrust::Fingerprint,
         PveConfig::Https(h) if h.ca_file.is_some() => PveTrust::CaFile,
         PveConfig::Https(_) => PveTrust::SystemRoots,
-        PveConfig::Pvesh(_) | PveConfig::Sim(_) => PveTrust::Local,
+        PveConfig::Pvesh(_) => PveTrust::Local,
     }
 }
 

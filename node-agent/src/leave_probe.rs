@@ -20,6 +20,9 @@ use std::time::Duration;
 use protocol::agent::LeaveKind;
 use serde::{Deserialize, Serialize};
 
+/// The file a lab writes in the agent's data directory to say why it stops the agent
+/// (`reboot`, `poweroff`; absent: a restart).
+pub const LEAVE_FILE: &str = "leaving";
 /// How long the bus may take to answer.
 const ASK_WAIT: Duration = Duration::from_secs(2);
 

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  config (agent.toml) ─▶ daemon::Agent::start ─▶ NodeDir (join wrote it) ─▶ backend::connect
-//!                                                                  (https | pvesh | sim)
+//!                          └─▶ platform::Platform (host | lab)                (https | pvesh)
 //!   inventory::Collector ── sysinfo + PVE reads ──▶ InventoryFeed ──┐
 //!                                                                   ▼
 //!   session::Session ── Heartbeat{inventory on change, results, running} ──▶ leader (QUIC mTLS)
@@ -37,6 +37,7 @@ mod journaled;
 pub mod leave_probe;
 pub mod migration_address;
 pub mod ops;
+pub mod platform;
 mod record;
 pub mod required_privileges;
 pub mod session;

@@ -46,6 +46,7 @@ mod access;
 pub mod api;
 mod auth;
 mod certificate;
+pub mod client_backend;
 mod cluster;
 pub mod config;
 pub mod error;
@@ -60,6 +61,7 @@ mod sim;
 mod uuid;
 
 pub use api::{ApiError, Caller, Params, Reply};
+pub use client_backend::SimBackend;
 pub use config::SimConfig;
 pub use error::SimError;
 pub use route::{HttpMethod, Route};

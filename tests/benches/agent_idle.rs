@@ -1,10 +1,9 @@
 //! Benchmark (figures, not pass/fail): what one `pvefleet-agent` costs its host while idle with
 //! 100 VMs running: resident memory (`VmRSS`, and the peak `VmHWM`) and CPU time
 //! (`utime + stime` of `/proc/<pid>/stat`) over 30 s, heartbeats and periodic inventory
-//! included. Twice: in simulation mode (the simulated PVE node inside the agent process, so it
-//! is part of the figures; how this was measured first), and as on a PVE host, the agent
-//! talking HTTPS with an API token to a separate `pve-sim serve` process standing in for
-//! pveproxy (whose cost, like a real host's pveproxy, is not the agent's).
+//! included, as on a PVE host: the agent talks HTTPS with an API token to a separate
+//! `pve-sim serve` process standing in for pveproxy (whose cost, like a real host's pveproxy,
+//! is not the agent's). The agent has no other way to PVE.
 //!
 //! Run: `make bench` (it builds the release binaries first).
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a broken run aborts: its figures mean nothing
@@ -18,7 +17,6 @@ const VMS: usize = 100;
 const WINDOW: Duration = Duration::from_secs(30);
 
 fn main() {
-    measure(PveAccess::Sim, "simulated PVE inside the agent");
     measure(
         PveAccess::Https,
         "PVE API over HTTPS (pve-sim serve), as on a host",

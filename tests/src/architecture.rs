@@ -2,7 +2,8 @@
 //! that a workspace's crate graph follows it. An arrow means "may depend on"; nothing points
 //! back. A workspace member missing from the table is itself a violation, so a new crate must
 //! be placed. The pure core (`fleet`) and the wire types (`protocol`) must not reach a runtime
-//! or I/O crate through any normal dependency ([`runtime_violations`]).
+//! or I/O crate through any normal dependency ([`runtime_violations`]), and no shipped binary
+//! reaches the simulator or the lab ([`shipped_violations`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,19 +20,13 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // The daemons' shared edge depends on no member.
     ("daemon", &[]),
     ("pve", &[]),
-    ("pve-sim", &[]),
+    // Its in-process `pve::Backend` (`client_backend`), for tests and benches.
+    ("pve-sim", &["pve"]),
     // Loaded with LD_PRELOAD into a lab's member, never linked: nothing may depend on it.
     ("disk-fault", &[]),
     (
         "node-agent",
-        &[
-            "bootstrap",
-            "transport",
-            "protocol",
-            "pve",
-            "pve-sim",
-            "daemon",
-        ],
+        &["bootstrap", "transport", "protocol", "pve", "daemon"],
     ),
     (
         "coordinator",
@@ -66,13 +61,13 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Dev-only exceptions: the simulator's tests drive it with the real client and start its
-/// binary with the launcher's process handling; the coordinator's and the agent's tests call
-/// members with the fleet client and start their binaries with the launcher; the CLI's tests
-/// stand in for members over the transport.
+/// Dev-only exceptions: the simulator's tests start its binary with the launcher's process
+/// handling; the coordinator's and the agent's tests call members with the fleet client and
+/// start their binaries with the launcher, and the agent's drive its operations against an
+/// in-process simulated node; the CLI's tests stand in for members over the transport.
 pub const ALLOWED_DEV: &[(&str, &str)] = &[
-    ("pve-sim", "pve"),
     ("pve-sim", "lab"),
+    ("node-agent", "pve-sim"),
     ("coordinator", "client"),
     ("coordinator", "lab"),
     ("node-agent", "lab"),
@@ -85,6 +80,9 @@ pub const NEVER_TRANSITIVE: &[(&str, &str)] = &[
     ("coordinator", "pve"),
     ("coordinator", "pve-sim"),
     ("node-agent", "raft"),
+    ("node-agent", "pve-sim"),
+    ("node-agent", "lab"),
+    ("coordinator", "lab"),
     ("pve", "pve-sim"),
     ("fleet", "transport"),
     ("cli", "raft"),
@@ -93,6 +91,17 @@ pub const NEVER_TRANSITIVE: &[(&str, &str)] = &[
     ("lab", "coordinator"),
     ("lab", "node-agent"),
 ];
+
+/// The shipped binaries (the `pvefleet` Debian package) and the member that builds each.
+pub const SHIPPED: &[(&str, &str)] = &[
+    ("pvefleet-agent", "node-agent"),
+    ("pvefleet-coordinator", "coordinator"),
+    ("pvefleet", "cli"),
+];
+
+/// What no shipped binary may contain: the simulator and the lab (the test world ships in
+/// the `pvefleet-lab` package).
+pub const NOT_SHIPPED: &[&str] = &["pve-sim", "lab", "lab-cli"];
 
 /// Members whose normal (non-dev) dependency graph must not reach a runtime or I/O crate:
 /// the pure core and the wire types are functions of their inputs.
@@ -210,9 +219,9 @@ pub fn from_metadata(meta: &serde_json::Value) -> (BTreeSet<String>, Vec<Edge>) 
     (members, edges)
 }
 
-/// Every runtime crate a [`RUNTIME_FREE`] member reaches through normal dependencies, from
-/// `cargo metadata` JSON *with* its resolve graph (not `--no-deps`), as readable sentences.
-pub fn runtime_violations(meta: &serde_json::Value) -> Vec<String> {
+/// The names of the packages each package reaches through normal (non-dev, non-build)
+/// dependencies, by package name, from `cargo metadata` JSON *with* its resolve graph.
+fn normal_closures(meta: &serde_json::Value) -> BTreeMap<String, BTreeSet<String>> {
     let name_of = |id: &str| -> String {
         meta["packages"]
             .as_array()
@@ -244,27 +253,54 @@ pub fn runtime_violations(meta: &serde_json::Value) -> Vec<String> {
             .collect();
         normal.insert(id.to_string(), deps);
     }
-    let mut out = Vec::new();
-    for member in RUNTIME_FREE {
-        let Some(start) = normal.keys().find(|id| name_of(id) == *member).cloned() else {
-            continue;
-        };
+    let mut out = BTreeMap::new();
+    for start in normal.keys() {
         let mut seen = BTreeSet::new();
-        let mut stack = vec![start];
-        let mut found = BTreeSet::new();
+        let mut stack = vec![start.clone()];
         while let Some(id) = stack.pop() {
             for dep in normal.get(&id).into_iter().flatten() {
                 if seen.insert(dep.clone()) {
-                    let name = name_of(dep);
-                    if RUNTIME_CRATES.contains(&name.as_str()) {
-                        found.insert(name);
-                    }
                     stack.push(dep.clone());
                 }
             }
         }
-        for name in found {
-            out.push(format!("{member} reaches the runtime crate {name}"));
+        out.insert(name_of(start), seen.iter().map(|id| name_of(id)).collect());
+    }
+    out
+}
+
+/// Every runtime crate a [`RUNTIME_FREE`] member reaches through normal dependencies, from
+/// `cargo metadata` JSON *with* its resolve graph (not `--no-deps`), as readable sentences.
+pub fn runtime_violations(meta: &serde_json::Value) -> Vec<String> {
+    let closures = normal_closures(meta);
+    let mut out = Vec::new();
+    for member in RUNTIME_FREE {
+        for name in closures.get(*member).into_iter().flatten() {
+            if RUNTIME_CRATES.contains(&name.as_str()) {
+                out.push(format!("{member} reaches the runtime crate {name}"));
+            }
+        }
+    }
+    out
+}
+
+/// Every [`NOT_SHIPPED`] member a [`SHIPPED`] binary's member reaches through normal
+/// dependencies (what the binary links), from `cargo metadata` JSON with its resolve graph;
+/// also a shipped member missing from the graph (the check would pass by reading nothing).
+pub fn shipped_violations(meta: &serde_json::Value) -> Vec<String> {
+    let closures = normal_closures(meta);
+    let mut out = Vec::new();
+    for (binary, member) in SHIPPED {
+        let Some(reached) = closures.get(*member) else {
+            out.push(format!("{binary}: its member {member} is not in the graph"));
+            continue;
+        };
+        for name in NOT_SHIPPED {
+            if reached.contains(*name) {
+                out.push(format!(
+                    "{binary} ({member}) links {name}: the test world does not ship"
+                ));
+            }
         }
     }
     out
@@ -299,7 +335,7 @@ mod tests {
             "protocol",
         ]);
         let edges = vec![
-            e("pve-sim", "pve", true),
+            e("pve-sim", "pve", false),
             e("node-agent", "pve", false),
             e("coordinator", "raft", false),
             e("raft", "transport", false),
@@ -314,8 +350,78 @@ mod tests {
         let m = set(&["pve", "pve-sim"]);
         assert_eq!(violations(&m, &[e("pve", "pve-sim", false)]).len(), 2);
         assert_eq!(
-            violations(&m, &[e("pve-sim", "pve", false)]),
-            vec!["forbidden dependency: pve-sim -> pve"]
+            violations(&m, &[e("pve-sim", "node-agent", false)]),
+            vec!["forbidden dependency: pve-sim -> node-agent"]
+        );
+    }
+
+    #[test]
+    fn the_agent_reaching_the_simulator_fails_except_in_its_tests() {
+        let m = set(&["node-agent", "pve-sim", "pve"]);
+        assert_eq!(
+            violations(&m, &[e("node-agent", "pve-sim", true)]),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            violations(&m, &[e("node-agent", "pve-sim", false)]),
+            vec![
+                "forbidden dependency: node-agent -> pve-sim",
+                "node-agent reaches pve-sim transitively"
+            ]
+        );
+    }
+
+    /// A package of a test resolve graph: its name, its dependencies with their kind (`None`
+    /// for normal).
+    type Package<'a> = (&'a str, &'a [(&'a str, Option<&'a str>)]);
+
+    /// A resolve graph of `packages`.
+    fn resolved(packages: &[Package<'_>]) -> serde_json::Value {
+        let id = |n: &str| format!("path+file:///w/{n}#0.1.0");
+        serde_json::json!({
+            "packages": packages.iter().map(|(n, _)| serde_json::json!({"id": id(n), "name": n})).collect::<Vec<_>>(),
+            "resolve": {"nodes": packages.iter().map(|(n, deps)| serde_json::json!({
+                "id": id(n),
+                "deps": deps.iter().map(|(d, kind)| serde_json::json!({
+                    "pkg": id(d),
+                    "dep_kinds": [{"kind": kind}],
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>()},
+        })
+    }
+
+    #[test]
+    fn a_shipped_binary_linking_the_simulator_fails_even_through_another_crate() {
+        let clean = resolved(&[
+            ("node-agent", &[("pve", None), ("pve-sim", Some("dev"))]),
+            ("coordinator", &[("lab", Some("dev"))]),
+            ("cli", &[("client", None)]),
+            ("pve", &[]),
+            ("pve-sim", &[("pve", None)]),
+            ("lab", &[("pve-sim", None)]),
+            ("client", &[]),
+        ]);
+        assert_eq!(shipped_violations(&clean), Vec::<String>::new());
+        let linked = resolved(&[
+            ("node-agent", &[("pve", None)]),
+            ("coordinator", &[]),
+            ("cli", &[("client", None)]),
+            ("pve", &[]),
+            ("client", &[("lab", None)]),
+            ("lab", &[("pve-sim", None)]),
+            ("pve-sim", &[]),
+        ]);
+        assert_eq!(
+            shipped_violations(&linked),
+            vec![
+                "pvefleet (cli) links pve-sim: the test world does not ship",
+                "pvefleet (cli) links lab: the test world does not ship"
+            ]
+        );
+        let missing = resolved(&[("node-agent", &[]), ("cli", &[])]);
+        assert_eq!(
+            shipped_violations(&missing),
+            vec!["pvefleet-coordinator: its member coordinator is not in the graph"]
         );
     }
 

@@ -38,7 +38,7 @@ use crate::coord_cluster::Cluster;
 pub fn sim_hosts(n: usize) -> Vec<HostOptions> {
     (1..=n)
         .map(|i| {
-            let mut host = HostOptions::new(format!("sim{i:03}"), PveAccess::Sim);
+            let mut host = HostOptions::new(format!("sim{i:03}"), PveAccess::Https);
             host.heartbeat_ms = 1000;
             host.inventory_ms = None;
             host

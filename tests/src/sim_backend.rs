@@ -1,5 +1,5 @@
-//! `SimBackend`: the real `pve` client over the simulator in process, without HTTP. It is the
-//! agent's own simulation-mode backend (`node_agent::backend::SimBackend`), so the tests drive
-//! the client exactly as an agent in simulation mode does.
+//! `SimBackend`: the real `pve` client over the simulator in process, without HTTP
+//! (`pve_sim::SimBackend`), so the tests drive the simulator through the same code path an
+//! HTTPS backend's replies take, only without the socket.
 
-pub use node_agent::backend::SimBackend;
+pub use pve_sim::SimBackend;

@@ -141,7 +141,7 @@ impl VipBed {
     fn start_agents(&mut self) -> Result<(), BedError> {
         for i in 0..self.opts.hosts {
             let host = &self.network.hosts[i];
-            let opts = HostOptions::new(host.name.clone(), PveAccess::Sim)
+            let opts = HostOptions::new(host.name.clone(), PveAccess::Https)
                 .in_netns(host.netns.name())
                 .with_vip_holding(VipHolding::Host);
             let token = self.token("agent")?;

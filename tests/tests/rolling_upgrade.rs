@@ -37,6 +37,14 @@ const WRITE_EVERY: Duration = Duration::from_millis(400);
 /// Attempts per write before it counts as refused (a member restarting makes a few fail).
 const ATTEMPTS: usize = 20;
 
+/// A host of the pinned release: its PVE a `pve-sim` process, its configuration without the
+/// keys that release does not know.
+fn pinned_host(name: &str) -> HostOptions {
+    let mut opts = HostOptions::new(name, PveAccess::Https);
+    opts.pre_platform_release = true;
+    opts
+}
+
 struct Log(Instant);
 
 impl Log {
@@ -137,9 +145,7 @@ fn a_fleet_upgraded_part_by_part_while_writes_run_loses_and_refuses_nothing() {
         lab.wait_voters(WAIT).await.unwrap();
         let token = lab.token(Role::Agent, 2).await.unwrap();
         for name in ["pve-u1", "pve-u2"] {
-            lab.add_agent(&HostOptions::new(name, PveAccess::Sim), &token)
-                .await
-                .unwrap();
+            lab.add_agent(&pinned_host(name), &token).await.unwrap();
         }
         lab.wait_hosts_online(WAIT).await.unwrap();
     });
@@ -186,9 +192,13 @@ fn a_fleet_upgraded_part_by_part_while_writes_run_loses_and_refuses_nothing() {
             tokio::time::sleep(Duration::from_secs(2)).await;
         });
     }
-    for i in 0..lab.agents().len() {
+    for (i, name) in ["pve-u1", "pve-u2"].into_iter().enumerate() {
         rt.block_on(async {
             lab.terminate(Part::Agent(i)).await;
+            // As the package's conffile would after an upgrade: the new release's keys.
+            let mut opts = pinned_host(name);
+            opts.pre_platform_release = false;
+            lab.rewrite_agent_config(i, &opts).unwrap();
             lab.start_agent(i).await.unwrap();
             lab.wait_hosts_online(WAIT).await.unwrap();
             log.say(format!("agent {i} upgraded and online"));

@@ -100,12 +100,12 @@ pub enum Cmd {
     /// {"node_id":..,"host":..,"backend":..} on stdout once a leader acknowledged it.
     ///
     /// The configuration (TOML) has: data_dir, host_name (default: this machine's short host
-    /// name; required with the sim backend), `[labels]`, heartbeat_ms (1000), inventory_ms
-    /// (5000), log ("info"), and `[pve]` with backend = "https" (url, token_file, and one of
-    /// ca_file, fingerprint, insecure = true) | "pvesh" (program, timeout_secs) | "sim" (cpus,
-    /// memory_gib, bridges, ceph, time_scale, agent_ip_delay_secs), and `[fence]` with lead_ms
-    /// (2000: HA guests are stopped and VIPs dropped this long before the lease ends), reset
-    /// ("auto" | "host" | "simulated") and guard ("auto" | "unit" | "child").
+    /// name), platform ("host" | "lab": beside a pve-sim process), vip_holding, `[labels]`,
+    /// heartbeat_ms (1000), inventory_ms (5000), log ("info"), and `[pve]` with backend =
+    /// "https" (url, token_file, and one of ca_file, fingerprint, insecure = true) | "pvesh"
+    /// (program, timeout_secs), and `[fence]` with lead_ms (2000: HA guests are stopped and
+    /// VIPs dropped this long before the lease ends), reset ("auto" | "host" | "simulated")
+    /// and guard ("auto" | "unit" | "child").
     Run {
         /// The agent configuration.
         #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG_PATH)]
@@ -114,8 +114,8 @@ pub enum Cmd {
     /// Guard the agent's fence record (DATA_DIR/fence.json): reset this host once the record
     /// is armed (HA guests may run) and the lease it states has ended, the backstop for a hung
     /// or killed agent. `[fence] reset` of the configuration says how: "host" (reboot(2) at
-    /// once, needs CAP_SYS_BOOT) or "simulated" (SIGKILL the agent, reset the simulated PVE
-    /// node). Runs as pvefleet-agent-guard.service, or as the agent's child with
+    /// once, needs CAP_SYS_BOOT) or, with platform = "lab", "simulated" (SIGKILL the agent,
+    /// reset the simulated PVE node through pve-sim's control API). Runs as pvefleet-agent-guard.service, or as the agent's child with
     /// `[fence] guard = "child"`.
     FenceGuard {
         /// The agent's data directory [default: data_dir of the configuration, else

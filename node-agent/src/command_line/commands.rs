@@ -10,10 +10,11 @@ use tokio_util::sync::CancellationToken;
 use super::error::CommandError;
 use super::job::Job;
 use crate::config::{AgentConfig, DEFAULT_CONFIG_PATH, DEFAULT_DATA_DIR, PveConfig};
-use crate::daemon::Agent;
+use crate::daemon::{Agent, AgentError};
 use crate::fence::settings::Guard;
 use crate::fence::{run_guard, spawn_child_guard};
 use crate::join::{JoinOptions, join_cluster, start_command};
+use crate::platform::Platform;
 
 /// Carries out `job`; what it prints goes to stdout.
 ///
@@ -90,7 +91,10 @@ fn missing_token_file(config: Option<&AgentConfig>) -> Option<&Path> {
 async fn run(path: &Path, mut config: AgentConfig) -> Result<(), CommandError> {
     // Resolved here so an unusable machine host name is reported against this file.
     config.host_name = Some(config.resolved_host_name(path)?);
-    let guard = config.fence.guard(config.pve.is_sim());
+    let host = config.host_name.clone().unwrap_or_default();
+    let guard = Platform::new(&config, &host, |k| std::env::var(k).ok())
+        .map_err(|e| CommandError::from(AgentError::Platform(e)))?
+        .guard();
     let data_dir = config.data_dir.clone();
     // Started first: it writes the fence record the guard reads.
     let agent = Agent::start(config).await?;

@@ -34,8 +34,12 @@ impl CommandError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CommandError::Usage(_) | CommandError::Config(_) => 2,
-            CommandError::Agent(e) if matches!(**e, AgentError::Config(_)) => 2,
-            CommandError::Guard(LaunchError::Config(_)) => 2,
+            CommandError::Agent(e)
+                if matches!(**e, AgentError::Config(_) | AgentError::Platform(_)) =>
+            {
+                2
+            }
+            CommandError::Guard(LaunchError::Config(_) | LaunchError::Platform(_)) => 2,
             CommandError::Join(e) if e.is_refusal() => 3,
             CommandError::Agent(_)
             | CommandError::Guard(_)

@@ -16,7 +16,7 @@ fn prepare(argv: &[&str]) -> Result<Job, CommandError> {
 fn config_file(dir: &Path, data_dir: &Path) -> PathBuf {
     let path = dir.join("agent.toml");
     let text = format!(
-        "data_dir = \"{}\"\nhost_name = \"hosta\"\nlog = \"debug\"\n[pve]\nbackend = \"sim\"\n",
+        "data_dir = \"{}\"\nhost_name = \"hosta\"\nlog = \"debug\"\n[pve]\nbackend = \"https\"\ntoken_file = \"/t\"\ninsecure = true\n",
         data_dir.display()
     );
     std::fs::write(&path, text).unwrap();

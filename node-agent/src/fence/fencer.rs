@@ -54,9 +54,6 @@ pub struct FencerConfig {
     pub data_dir: PathBuf,
     /// How long before the lease end fencing starts.
     pub lead: Duration,
-    /// The backend is the in-process simulator: its guests end with the agent, so a clean
-    /// exit disarms the record.
-    pub guests_end_with_agent: bool,
 }
 
 /// The fencer of one agent process.
@@ -263,16 +260,7 @@ impl Fencer {
                 () = sleep_until(wake) => {}
             }
         }
-        if self.cfg.guests_end_with_agent {
-            // The in-process simulator's guests end with this process: nothing to guard.
-            let end = self.record.last.as_ref().map(|r| r.lease_end_mono_ns);
-            if let Some(ns) = end {
-                let at = self.record.clock.instant_of(ns);
-                if let Err(e) = self.record.write(Some(at), false).await {
-                    tracing::warn!(error = %e, "fence: cannot disarm the fence record at exit");
-                }
-            }
-        } else if let Some(last) = self.record.last.clone() {
+        if let Some(last) = self.record.last.clone() {
             // The session's last lease (the hold a leaving agent was granted) may be later
             // than the record: written, so the guard and the next run count it.
             let recorded = self.record.clock.instant_of(last.lease_end_mono_ns);

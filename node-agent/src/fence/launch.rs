@@ -16,10 +16,9 @@ use super::agent_process::ProcProbe;
 use super::clock::now_mono_ns;
 use super::guard::{CHECK_EVERY, Guard, GuardError};
 use super::record::{RecordError, current_boot_id, record_path};
-use super::reset::{ChosenReset, HostReboot, SimulatedReset};
-use super::settings::{FenceConfig, Guard as GuardChoice, Reset};
-use super::sim_power::SimNode;
+use super::settings::Guard as GuardChoice;
 use crate::config::{AgentConfig, ConfigError};
+use crate::platform::{Platform, PlatformError};
 
 /// What `fence-guard` was asked to do.
 #[derive(Debug, Clone)]
@@ -40,6 +39,9 @@ pub enum LaunchError {
     /// The configuration is unusable.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The platform of the configuration cannot be built.
+    #[error(transparent)]
+    Platform(#[from] PlatformError),
     /// The boot id is unreadable.
     #[error(transparent)]
     Record(#[from] RecordError),
@@ -62,11 +64,18 @@ pub async fn run_guard(opts: GuardOptions, shutdown: CancellationToken) -> Resul
     if opts.exit_with_agent {
         leave_session();
     }
-    let (fence, sim_backend) = match &opts.config {
-        Some(c) => (c.fence, c.pve.is_sim()),
-        None => (FenceConfig::default(), false),
+    let platform = match &opts.config {
+        Some(config) => {
+            let shown = opts
+                .config_path
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("the agent configuration"));
+            let node = config.resolved_host_name(&shown)?;
+            Platform::new(config, &node, |k| std::env::var(k).ok())?
+        }
+        None => Platform::host(),
     };
-    if !opts.exit_with_agent && fence.guard(sim_backend) == GuardChoice::Child {
+    if !opts.exit_with_agent && platform.guard() == GuardChoice::Child {
         tracing::info!(
             "fence guard: the configuration has guard = \"child\": the agent runs its own guard, \
              this one stays idle"
@@ -74,23 +83,10 @@ pub async fn run_guard(opts: GuardOptions, shutdown: CancellationToken) -> Resul
         shutdown.cancelled().await;
         return Ok(());
     }
-    let reset = match (fence.reset(sim_backend), &opts.config) {
-        (Reset::Simulated, Some(config)) => {
-            let shown = opts
-                .config_path
-                .clone()
-                .unwrap_or_else(|| PathBuf::from("the agent configuration"));
-            let node = config.resolved_host_name(&shown)?;
-            let target = SimNode::of(&config.pve, &node, |k| std::env::var(k).ok());
-            ChosenReset::Simulated(SimulatedReset::new(target))
-        }
-        (Reset::Simulated, None) => ChosenReset::Simulated(SimulatedReset::new(None)),
-        (Reset::Host, _) => ChosenReset::Host(HostReboot),
-    };
     let guard = Guard::new(
         record_path(&opts.data_dir),
         current_boot_id()?,
-        reset,
+        platform.reset(),
         ProcProbe,
         opts.exit_with_agent,
     );

@@ -12,7 +12,7 @@
 //! ```
 //!
 //! The decisions ([`plan`], [`guard::judge`]) are pure and table-tested; the effects sit in
-//! [`fencer`], [`guests`], [`reset`] and [`sim_power`].
+//! [`fencer`], [`guests`] and [`reset`] (a lab's reset goes through `crate::platform`).
 
 pub mod agent_process;
 pub mod clock;
@@ -24,7 +24,6 @@ pub mod plan;
 pub mod record;
 pub mod reset;
 pub mod settings;
-pub mod sim_power;
 pub mod start_gate;
 
 pub use fencer::{FenceError, Fencer, FencerConfig};

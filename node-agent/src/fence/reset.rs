@@ -4,8 +4,8 @@
 //!   systems, as a hardware watchdog would: the point is that no guest of this host runs a
 //!   moment longer. Needs CAP_SYS_BOOT. Never run by a test.
 //! - [`SimulatedReset`]: SIGKILL to the agent (a hung agent must not act after the reset),
-//!   then the simulated node's reset (`pve-sim`'s `/_sim/nodes/{node}/power`). The in-process
-//!   `sim` backend's VMs live in the agent: killing it is the reset.
+//!   then the simulated node's reset (`pve-sim`'s `/_sim/nodes/{node}/power`): the lab
+//!   platform's reset (`crate::platform`).
 
 use std::future::Future;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use rustix::system::RebootCommand;
 
 use super::agent_process::{self, ProcProbe, ProcessProbe};
 use super::record::FenceRecord;
-use super::sim_power::{SimNode, SimPowerError};
+use crate::platform::lab_control::{ControlError, LabControl};
 
 /// Why a reset did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +32,7 @@ pub enum ResetError {
     },
     /// The simulated node did not take the reset.
     #[error("cannot reset the simulated node: {0}")]
-    SimNode(#[from] SimPowerError),
+    LabControl(#[from] ControlError),
 }
 
 /// A way to reset the host.
@@ -74,13 +74,13 @@ impl HostReset for HostReboot {
 /// The simulated reset.
 #[derive(Debug, Clone)]
 pub struct SimulatedReset<P = ProcProbe> {
-    node: Option<SimNode>,
+    node: LabControl,
     probe: P,
 }
 
 impl SimulatedReset {
-    /// Kills the agent, then resets `node` (none: the in-process simulator, nothing more).
-    pub fn new(node: Option<SimNode>) -> SimulatedReset {
+    /// Kills the agent, then resets `node` through the simulator's control API.
+    pub fn new(node: LabControl) -> SimulatedReset {
         SimulatedReset {
             node,
             probe: ProcProbe,
@@ -94,9 +94,7 @@ impl<P: ProcessProbe + Sync> HostReset for SimulatedReset<P> {
         if self.probe.alive(pid) {
             agent_process::kill(pid).map_err(|source| ResetError::Kill { pid, source })?;
         }
-        if let Some(node) = &self.node {
-            node.reset().await?;
-        }
+        self.node.reset().await?;
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 //! ```toml
 //! [fence]
 //! lead_ms = 2000     # fence this long before the lease ends (100-29999, < half the lease)
-//! reset = "auto"     # "host" (reboot(2)) | "simulated" (auto: simulated with backend = "sim")
+//! reset = "auto"     # "host" (reboot(2)) | "simulated" (auto: simulated on platform = "lab")
 //! guard = "auto"     # "unit" (pvefleet-agent-guard.service) | "child" (auto: child when simulated)
 //! ```
 
@@ -48,7 +48,7 @@ impl Default for FenceConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ResetMode {
-    /// `simulated` with the `sim` backend, `host` otherwise.
+    /// `simulated` on the `lab` platform, `host` otherwise.
     #[default]
     Auto,
     /// `reboot(2)` at once, without sync, as a hardware watchdog would (CAP_SYS_BOOT).
@@ -95,17 +95,18 @@ impl FenceConfig {
         Duration::from_millis(self.lead_ms)
     }
 
-    /// The reset, given whether the PVE backend is the in-process `sim`.
-    pub fn reset(&self, sim_backend: bool) -> Reset {
-        match (self.reset, sim_backend) {
+    /// The reset, given whether the agent runs on the `lab` platform (the configuration
+    /// refuses a `reset` that contradicts it).
+    pub fn reset(&self, lab: bool) -> Reset {
+        match (self.reset, lab) {
             (ResetMode::Host, _) | (ResetMode::Auto, false) => Reset::Host,
             (ResetMode::Simulated, _) | (ResetMode::Auto, true) => Reset::Simulated,
         }
     }
 
-    /// Who runs the guard, given whether the PVE backend is the in-process `sim`.
-    pub fn guard(&self, sim_backend: bool) -> Guard {
-        match (self.guard, self.reset(sim_backend)) {
+    /// Who runs the guard, given whether the agent runs on the `lab` platform.
+    pub fn guard(&self, lab: bool) -> Guard {
+        match (self.guard, self.reset(lab)) {
             (GuardMode::Unit, _) | (GuardMode::Auto, Reset::Host) => Guard::Unit,
             (GuardMode::Child, _) | (GuardMode::Auto, Reset::Simulated) => Guard::Child,
         }
@@ -137,7 +138,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auto_resolves_by_backend_and_explicit_choices_win() {
+    fn auto_resolves_by_platform_and_explicit_choices_win() {
         let c = |reset, guard| FenceConfig {
             lead_ms: DEFAULT_LEAD_MS,
             reset,
@@ -145,7 +146,7 @@ mod tests {
         };
         use GuardMode as G;
         use ResetMode as R;
-        // (reset, guard, sim backend, resolved reset, resolved guard)
+        // (reset, guard, lab platform, resolved reset, resolved guard)
         let table = [
             (R::Auto, G::Auto, false, Reset::Host, Guard::Unit),
             (R::Auto, G::Auto, true, Reset::Simulated, Guard::Child),
@@ -154,10 +155,10 @@ mod tests {
             (R::Simulated, G::Unit, false, Reset::Simulated, Guard::Unit),
             (R::Auto, G::Child, false, Reset::Host, Guard::Child),
         ];
-        for (reset, guard, sim, want_reset, want_guard) in table {
+        for (reset, guard, lab, want_reset, want_guard) in table {
             let cfg = c(reset, guard);
-            assert_eq!(cfg.reset(sim), want_reset, "{cfg:?} sim={sim}");
-            assert_eq!(cfg.guard(sim), want_guard, "{cfg:?} sim={sim}");
+            assert_eq!(cfg.reset(lab), want_reset, "{cfg:?} lab={lab}");
+            assert_eq!(cfg.guard(lab), want_guard, "{cfg:?} lab={lab}");
         }
     }
 

@@ -26,9 +26,9 @@ pub(super) fn snippet_storage(storages: &[StorageEntry]) -> Option<&StorageEntry
 fn snippet_failure(s: &Subject<'_>, err: &SnippetError) -> CommandFailure {
     let kind = match err {
         SnippetError::Io { .. } => FailureKind::Transient,
-        SnippetError::Storage { .. } | SnippetError::Sim(_) | SnippetError::Unsupported(_) => {
-            FailureKind::Permanent
-        }
+        SnippetError::Storage { .. }
+        | SnippetError::Simulator(_)
+        | SnippetError::Unsupported(_) => FailureKind::Permanent,
     };
     s.fail(kind, STEP, format!("writing the user-data snippet: {err}"))
 }

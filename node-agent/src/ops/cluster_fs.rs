@@ -12,17 +12,15 @@
 
 use std::path::PathBuf;
 
-use crate::fence::sim_power::SimNode;
+use crate::platform::lab_control::{ControlError, LabControl};
 
 /// Where VM configurations are moved between nodes.
 #[derive(Debug, Clone)]
 pub enum ClusterFs {
     /// The files of pmxcfs under this root (`/etc/pve`).
     Pmxcfs(PathBuf),
-    /// The simulator serving the node (its control API).
-    Simulator(SimNode),
-    /// None: an in-process simulated node is a cluster of one.
-    Unavailable,
+    /// The simulator serving the node (its control API, the lab platform).
+    Simulator(LabControl),
 }
 
 /// A cluster filesystem operation failed.
@@ -38,10 +36,7 @@ pub enum ClusterFsError {
     },
     /// The simulator refused or could not be reached.
     #[error("{0}")]
-    Simulator(#[from] crate::fence::sim_power::SimPowerError),
-    /// This node has no cluster filesystem to take a VM over with.
-    #[error("this node is not part of a PVE cluster: no configuration can be taken over")]
-    Unavailable,
+    Simulator(#[from] ControlError),
 }
 
 impl ClusterFs {
@@ -77,7 +72,6 @@ impl ClusterFs {
                 .await?;
                 Ok(())
             }
-            ClusterFs::Unavailable => Err(ClusterFsError::Unavailable),
         }
     }
 
@@ -104,7 +98,6 @@ impl ClusterFs {
                 .await?;
                 Ok(())
             }
-            ClusterFs::Unavailable => Err(ClusterFsError::Unavailable),
         }
     }
 }
@@ -162,9 +155,5 @@ mod tests {
             e.to_string().contains("nodes/dead/qemu-server/100.conf"),
             "{e}"
         );
-        assert!(matches!(
-            ClusterFs::Unavailable.move_config(1, "a", "b").await,
-            Err(ClusterFsError::Unavailable)
-        ));
     }
 }

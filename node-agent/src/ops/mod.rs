@@ -39,7 +39,7 @@ use protocol::agent::{
     RemoteEndpoint, RemoteMigrateOp, SnapshotInfo, SnapshotOp, VmObservation,
 };
 
-pub use snippets::{FsSnippetWriter, SimSnippetWriter, SnippetError, SnippetWriter};
+pub use snippets::{FsSnippetWriter, SnippetError, SnippetWriter};
 pub use timeouts::OpTimeouts;
 pub use vm_ops::VmOps;
 

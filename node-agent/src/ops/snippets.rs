@@ -1,7 +1,8 @@
 //! Where cloud-init user data goes: a snippet file on a storage of this host whose content
 //! includes `snippets`. PVE's API has no call to upload a snippet, so on a real host the agent
 //! writes the file into the storage's directory (`<path>/snippets/<file>`, the path from
-//! `/etc/pve/storage.cfg`); in simulation mode it hands the file to the simulator.
+//! `/etc/pve/storage.cfg`); on the lab platform the simulator's control API takes it
+//! (`platform::lab_snippets`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -29,9 +30,9 @@ pub enum SnippetError {
         #[source]
         source: std::io::Error,
     },
-    /// The simulator refused the file.
+    /// The simulator refused the file or could not be reached.
     #[error("simulator: {0}")]
-    Sim(String),
+    Simulator(String),
     /// This writer cannot do the operation.
     #[error("{0}")]
     Unsupported(&'static str),
@@ -194,48 +195,6 @@ impl SnippetWriter for FsSnippetWriter {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
                 Err(e) => Err(io_err(&target)(e)),
             }
-        })
-    }
-}
-
-/// Hands snippets to an in-process simulator (simulation mode).
-#[derive(Debug, Clone)]
-pub struct SimSnippetWriter {
-    sim: pve_sim::Sim,
-}
-
-impl SimSnippetWriter {
-    /// Writes into `sim`'s storages.
-    pub fn new(sim: pve_sim::Sim) -> Self {
-        Self { sim }
-    }
-}
-
-impl SnippetWriter for SimSnippetWriter {
-    fn write<'a>(
-        &'a self,
-        node: &'a str,
-        storage: &'a str,
-        file: &'a str,
-        content: &'a str,
-    ) -> BoxFuture<'a, Result<String, SnippetError>> {
-        Box::pin(async move {
-            self.sim
-                .write_snippet(node, storage, file, content)
-                .map_err(|e| SnippetError::Sim(e.message))
-        })
-    }
-
-    fn remove<'a>(
-        &'a self,
-        _node: &'a str,
-        _storage: &'a str,
-        _file: &'a str,
-    ) -> BoxFuture<'a, Result<bool, SnippetError>> {
-        Box::pin(async {
-            Err(SnippetError::Unsupported(
-                "the simulator offers no way to remove a snippet file",
-            ))
         })
     }
 }

@@ -39,7 +39,7 @@ pub struct VmOps {
 impl VmOps {
     /// Operations on `node` (this host's PVE node name) through `client`. User-data snippets
     /// are written into storage directories found in `/etc/pve/storage.cfg` (a real host);
-    /// simulation mode sets [`SimSnippetWriter`](super::SimSnippetWriter) with [`VmOps::with_snippets`].
+    /// the lab platform sets its own writer with [`VmOps::with_snippets`].
     pub fn new(client: pve::Client, node: impl Into<String>) -> VmOps {
         VmOps {
             client,

@@ -64,7 +64,13 @@ fn help_names_the_subcommands_and_the_configuration() {
     assert!(text.contains("join") && text.contains("run"), "{text}");
     let out = agent(&["run", "--help"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    for word in ["--config", "heartbeat_ms", "token_file", "pvesh", "sim"] {
+    for word in [
+        "--config",
+        "heartbeat_ms",
+        "token_file",
+        "pvesh",
+        "platform",
+    ] {
         assert!(text.contains(word), "{word} missing from:\n{text}");
     }
     assert_eq!(agent(&["frobnicate"]).status.code(), Some(2));
@@ -73,16 +79,22 @@ fn help_names_the_subcommands_and_the_configuration() {
 #[test]
 fn configuration_errors_exit_2_and_name_the_field() {
     let tmp = tempfile::tempdir().unwrap();
-    let sim = "host_name = \"hosta\"\n[pve]\nbackend = \"sim\"\n";
+    let pvesh = "host_name = \"hosta\"\n[pve]\nbackend = \"pvesh\"\n";
     let table = [
-        (format!("heartbeat_msec = 5\n{sim}"), "heartbeat_msec"),
-        (format!("heartbeat_ms = 0\n{sim}"), "heartbeat_ms"),
-        (format!("{sim}memory_gb = 4\n"), "memory_gb"),
+        (format!("heartbeat_msec = 5\n{pvesh}"), "heartbeat_msec"),
+        (format!("heartbeat_ms = 0\n{pvesh}"), "heartbeat_ms"),
+        (format!("{pvesh}memory_gb = 4\n"), "memory_gb"),
         (
             "[pve]\nbackend = \"https\"\ntoken_file = \"/t\"\n".to_string(),
             "ca_file",
         ),
-        ("[pve]\nbackend = \"sim\"\n".to_string(), "host_name"),
+        // The agent has no simulator inside: a lab runs pve-sim beside it.
+        ("[pve]\nbackend = \"sim\"\n".to_string(), "sim"),
+        (
+            format!("{pvesh}[fence]\nreset = \"simulated\"\n"),
+            "fence.reset",
+        ),
+        (format!("platform = \"sim\"\n{pvesh}"), "platform"),
     ];
     for (text, field) in table {
         let path = write_config(tmp.path(), &text);
@@ -102,7 +114,7 @@ fn configuration_errors_exit_2_and_name_the_field() {
 fn running_without_joining_says_to_join_first() {
     let tmp = tempfile::tempdir().unwrap();
     let text = format!(
-        "data_dir = \"{}\"\nhost_name = \"hosta\"\n[pve]\nbackend = \"sim\"\n",
+        "data_dir = \"{}\"\nhost_name = \"hosta\"\n[pve]\nbackend = \"pvesh\"\n",
         tmp.path().join("data").display()
     );
     let path = write_config(tmp.path(), &text);
@@ -251,11 +263,14 @@ async fn join_then_run_prints_the_ready_line_and_stops_cleanly_on_sigterm() {
     assert_eq!((cluster.node_id, cluster.role), (JOINED_ID, Role::Agent));
     assert_eq!(cluster.members.len(), 1);
 
+    // No PVE behind it (`pvesh` is `false`): the agent still beats, and says its reads fail.
+    // VIPs recorded only: a test never touches the machine's interfaces.
     let config = write_config(
         tmp.path(),
         &format!(
-            "data_dir = \"{}\"\nhost_name = \"hosta\"\nheartbeat_ms = 200\n[labels]\nzone = \
-             \"a\"\n[pve]\nbackend = \"sim\"\ntime_scale = 0.0\n",
+            "data_dir = \"{}\"\nhost_name = \"hosta\"\nheartbeat_ms = 200\nvip_holding = \
+             \"simulated\"\n[labels]\nzone = \"a\"\n[pve]\nbackend = \"pvesh\"\nprogram = \
+             \"/bin/false\"\n",
             data.display()
         ),
     );
@@ -272,7 +287,7 @@ async fn join_then_run_prints_the_ready_line_and_stops_cleanly_on_sigterm() {
         ReadyLine {
             node_id: JOINED_ID,
             host: "hosta".into(),
-            backend: "sim".into(),
+            backend: "pvesh".into(),
         }
     );
     assert!(coordinator.beats.load(Ordering::SeqCst) >= 1);

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use node_agent::config::{
-    AgentConfig, DEFAULT_LOG, DEFAULT_PVE_URL, FenceConfig, HttpsSettings, PveConfig, SimSettings,
+    AgentConfig, DEFAULT_LOG, DEFAULT_PVE_URL, FenceConfig, HttpsSettings, PveConfig,
 };
 
 const AGENT: &str = env!("CARGO_BIN_EXE_pvefleet-agent");
@@ -81,7 +81,6 @@ fn the_shipped_file_shows_every_default_as_it_is() {
         alternative("pvesh"),
         parse("[pve]\nbackend = \"pvesh\"\n").unwrap().pve
     );
-    assert_eq!(alternative("sim"), PveConfig::Sim(SimSettings::default()));
 }
 
 #[test]
@@ -107,9 +106,6 @@ fn the_shipped_file_names_every_field() {
         migration_address: Some("10.0.0.11:8006".into()),
     };
     all.extend(fields(toml::Value::try_from(https).unwrap()));
-    all.extend(fields(
-        toml::Value::try_from(SimSettings::default()).unwrap(),
-    ));
     let PveConfig::Pvesh(pvesh) = parse("[pve]\nbackend = \"pvesh\"\n").unwrap().pve else {
         panic!("not pvesh");
     };
@@ -190,7 +186,7 @@ fn a_bad_log_filter_is_a_configuration_error_naming_the_field() {
     let path = tmp.path().join("agent.toml");
     std::fs::write(
         &path,
-        "host_name = \"hosta\"\nlog = \"info,=[\"\n[pve]\nbackend = \"sim\"\n",
+        "host_name = \"hosta\"\nlog = \"info,=[\"\n[pve]\nbackend = \"https\"\ntoken_file = \"/t\"\ninsecure = true\n",
     )
     .unwrap();
     let out = agent(&["run", "--config", path.to_str().unwrap()]);

@@ -84,7 +84,6 @@ async fn an_unrenewed_lease_stops_the_ha_guest_before_it_ends_and_a_renewal_reop
         FencerConfig {
             data_dir: tmp.path().to_path_buf(),
             lead,
-            guests_end_with_agent: false,
         },
         GuestStopper::new(h.client.clone(), NODE, Duration::from_secs(1)),
         status_rx,
@@ -181,7 +180,6 @@ async fn a_restarted_agent_fences_at_the_deadline_of_its_record() {
         FencerConfig {
             data_dir: tmp.path().to_path_buf(),
             lead: Duration::from_millis(1000),
-            guests_end_with_agent: false,
         },
         GuestStopper::new(h.client.clone(), NODE, Duration::from_secs(1)),
         status_rx,

@@ -1,14 +1,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
-//! The real `pvefleet-agent fence-guard` as a process, with a simulated reset and an in-process
-//! `sim` backend (so the reset is: SIGKILL the agent). The "agent" is a `sleep 30` this test
-//! spawned, named in a fence record it wrote: the guard must leave it alone before the lease
-//! end, kill it only once the lease ended, disarm the record, say it reset the host, and exit
-//! once the agent is gone. Every process is killed on drop, and every wait is bounded.
+//! The real `pvefleet-agent fence-guard` as a process on the lab platform, beside a real
+//! `pve-sim serve` process (so the reset is: SIGKILL the agent, then the simulated node's reset
+//! through the simulator's control API). The "agent" is a `sleep 30` this test spawned, named
+//! in a fence record it wrote: the guard must leave it alone before the lease end, kill it
+//! only once the lease ended, reset the node, disarm the record, say it reset the host, and
+//! exit once the agent is gone. Every process is killed on drop, and every wait is bounded.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use lab::process::Stderr;
+use lab::pve_node::{PveNode, node_config};
 use node_agent::fence::clock::now_mono_ns;
 use node_agent::fence::record::{current_boot_id, record_path};
 use node_agent::fence::{FenceRecord, RECORD_FILE};
@@ -41,11 +44,55 @@ impl Reaped {
     }
 }
 
-fn write_config(dir: &Path) -> PathBuf {
+/// The host's PVE: a `pve-sim serve` process, stopped when the runtime and node drop.
+struct Pve {
+    node: PveNode,
+    _rt: tokio::runtime::Runtime,
+}
+
+impl Pve {
+    fn start(dir: &Path) -> Pve {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let bins = lab::Binaries::beside_current_exe().unwrap();
+        let config = node_config("pve-fence", 4, 0.0, 0.0);
+        let node = rt
+            .block_on(PveNode::start(
+                &bins,
+                "pve-fence",
+                &config,
+                &dir.join("pve.toml"),
+                &dir.join("pve"),
+                &dir.join("pve.log"),
+                Stderr::Inherit,
+            ))
+            .unwrap();
+        Pve { node, _rt: rt }
+    }
+}
+
+/// The agent's configuration: the lab platform, its PVE at `url` (`None`: a port nobody
+/// listens on, for a guard that must never reset).
+fn write_config(dir: &Path, pve: Option<&Pve>) -> PathBuf {
     let path = dir.join("agent.toml");
+    let backend = match pve {
+        Some(pve) => {
+            let access = pve.node.access();
+            format!(
+                "url = \"{}\"\ntoken_file = \"{}\"\nca_file = \"{}\"\n",
+                access.url,
+                access.token_file.display(),
+                access.cert.display()
+            )
+        }
+        None => "url = \"https://127.0.0.1:9\"\ntoken_file = \"/nonexistent\"\ninsecure = true\n"
+            .to_string(),
+    };
     let text = format!(
-        "data_dir = \"{}\"\nhost_name = \"pve-fence\"\nlog = \"info\"\n\
-         [pve]\nbackend = \"sim\"\n[fence]\nreset = \"simulated\"\nguard = \"child\"\n",
+        "data_dir = \"{}\"\nhost_name = \"pve-fence\"\nlog = \"info\"\nplatform = \"lab\"\n\
+         [pve]\nbackend = \"https\"\n{backend}[fence]\nreset = \"simulated\"\nguard = \"child\"\n",
         dir.display()
     );
     std::fs::write(&path, text).unwrap();
@@ -83,7 +130,8 @@ fn sleeper() -> Reaped {
 #[test]
 fn the_guard_kills_the_agent_only_after_the_lease_end_then_disarms_and_exits() {
     let tmp = tempfile::tempdir().unwrap();
-    let config = write_config(tmp.path());
+    let pve = Pve::start(tmp.path());
+    let config = write_config(tmp.path(), Some(&pve));
     let mut agent = sleeper();
     let lease_end = now_mono_ns() + 1_500_000_000;
     let armed = FenceRecord {
@@ -114,6 +162,8 @@ fn the_guard_kills_the_agent_only_after_the_lease_end_then_disarms_and_exits() {
     assert!(exit.success(), "{exit:?}\n{text}");
     assert!(text.contains("reset the host"), "{text}");
     assert!(text.contains("simulated"), "{text}");
+    // The simulated node took the reset (a refused or unreachable one is logged and retried).
+    assert!(!text.contains("the reset failed"), "{text}");
     let after = FenceRecord::read(&path).unwrap().unwrap();
     assert_eq!(
         after,
@@ -128,7 +178,7 @@ fn the_guard_kills_the_agent_only_after_the_lease_end_then_disarms_and_exits() {
 #[test]
 fn a_disarmed_or_other_boot_record_never_kills_and_the_guard_leaves_with_its_agent() {
     let tmp = tempfile::tempdir().unwrap();
-    let config = write_config(tmp.path());
+    let config = write_config(tmp.path(), None);
     let mut agent = sleeper();
     let path = record_path(tmp.path());
     // Both long past their lease end: only `armed` of this boot may make the guard act.

@@ -5,22 +5,94 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use node_agent::backend::{self, PveBackend};
-use node_agent::config::{PveConfig, SimSettings};
 use node_agent::inventory::{self, HostProbe, Snapshot};
 use protocol::agent::OWNERSHIP_TAG;
 use pve::calls::{ConfigChanges, CreateOptions};
+use pve_sim::config::{NodeConfig, StorageConfig, TemplateConfig};
+use pve_sim::{Caller, Sim, SimBackend, SimConfig};
 use tokio_util::sync::CancellationToken;
 
 const BOUND: Duration = Duration::from_secs(20);
 
+/// What the simulated node of a test has.
+struct SimSettings {
+    cpus: u32,
+    memory_gib: u64,
+    bridges: Vec<String>,
+    ceph: bool,
+}
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        SimSettings {
+            cpus: 16,
+            memory_gib: 64,
+            bridges: vec!["vmbr0".into(), "vmbr1".into()],
+            ceph: false,
+        }
+    }
+}
+
+/// A simulated node `hosta` and the client reaching it as `pvesh` would (root@pam).
+struct PveBackend {
+    client: pve::Client,
+    node: String,
+    sim: Sim,
+}
+
 fn sim(settings: SimSettings) -> PveBackend {
-    let settings = SimSettings {
-        time_scale: 0.0,
-        agent_ip_delay_secs: 0.0,
-        ..settings
+    let local = |id: &str, kind: &str, content: &[&str], gib: u64, shared: bool| StorageConfig {
+        id: id.into(),
+        kind: kind.into(),
+        content: content.iter().map(|c| (*c).to_string()).collect(),
+        shared,
+        total: gib << 30,
+        nodes: Vec::new(),
     };
-    backend::connect(&PveConfig::Sim(settings), "hosta").unwrap()
+    let mut storages = vec![
+        local(
+            "local",
+            "dir",
+            &["iso", "vztmpl", "backup", "snippets"],
+            100,
+            false,
+        ),
+        local("local-lvm", "lvmthin", &["images", "rootdir"], 1024, false),
+    ];
+    if settings.ceph {
+        storages.push(local("ceph", "rbd", &["images", "rootdir"], 4096, true));
+    }
+    let template = |vmid: u32, name: &str| TemplateConfig {
+        vmid,
+        name: name.into(),
+        node: "hosta".into(),
+        storage: "local-lvm".into(),
+        disk_gib: 8,
+        memory_mib: 2048,
+        agent: true,
+    };
+    let sim = Sim::new(SimConfig {
+        nodes: vec![NodeConfig {
+            name: "hosta".into(),
+            cpus: settings.cpus,
+            memory: settings.memory_gib << 30,
+            bridges: settings.bridges,
+            ip: None,
+        }],
+        storages,
+        templates: vec![
+            template(9000, "debian-12-cloud"),
+            template(9001, "ubuntu-24.04-cloud"),
+        ],
+        ..SimConfig::fast()
+    })
+    .unwrap();
+    let backend = SimBackend::new(sim.clone(), Caller::root(), "hosta");
+    PveBackend {
+        client: pve::Client::new(backend),
+        node: "hosta".into(),
+        sim,
+    }
 }
 
 /// Creates VM `vmid` named `name` with `tags` directly through the API, as an operator
@@ -100,7 +172,7 @@ async fn owned_and_foreign_vms_are_told_apart_by_the_fleet_tag() {
     create_vm(&pve, 100, "web-1", &[OWNERSHIP_TAG, "web"]).await;
     create_vm(&pve, 101, "legacy-db", &[]).await;
     create_vm(&pve, 102, "not-ours", &["pvefleet-old"]).await;
-    pve.sim.as_ref().unwrap().set_vm_running(101, true);
+    pve.sim.set_vm_running(101, true);
     let inv = inventory::collect(&pve.client, &pve.node, &HostProbe::new())
         .await
         .unwrap();

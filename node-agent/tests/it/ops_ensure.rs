@@ -558,7 +558,7 @@ async fn a_vm_not_under_pves_ha_manager_is_ensured_as_before() {
 
 /// A backend that refuses `GET /cluster/ha/resources` as PVE does a token without `Sys.Audit`.
 #[derive(Debug, Clone)]
-struct NoSysAudit(node_agent::backend::SimBackend);
+struct NoSysAudit(pve_sim::SimBackend);
 
 impl pve::Backend for NoSysAudit {
     fn call<'a>(
@@ -596,13 +596,13 @@ impl pve::Backend for NoSysAudit {
 #[tokio::test]
 async fn an_unreadable_ha_resource_list_does_not_block_ensure() {
     let sim = pve_sim::Sim::new(ops_support::sim_config()).unwrap();
-    let backend = NoSysAudit(node_agent::backend::SimBackend::new(
+    let backend = NoSysAudit(pve_sim::SimBackend::new(
         sim.clone(),
         pve_sim::Caller::token("root@pam", "fleet"),
         NODE,
     ));
     let ops = node_agent::ops::VmOps::new(pve::Client::new(backend), NODE).with_snippets(
-        std::sync::Arc::new(node_agent::ops::SimSnippetWriter::new(sim.clone())),
+        std::sync::Arc::new(ops_support::SimSnippetWriter::new(sim.clone())),
     );
     let obs = ops
         .ensure(&ensure_cmd(web_spec("web-1"), 101))

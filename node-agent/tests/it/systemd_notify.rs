@@ -175,7 +175,7 @@ async fn ready_follows_the_first_acknowledged_beat_and_the_watchdog_is_petted_me
         &config,
         format!(
             "data_dir = \"{}\"\nhost_name = \"hosta\"\nheartbeat_ms = 100\nlog = \"warn\"\n\
-             [pve]\nbackend = \"sim\"\ntime_scale = 0.0\n",
+             vip_holding = \"simulated\"\n[pve]\nbackend = \"pvesh\"\nprogram = \"/bin/false\"\n",
             data.display()
         ),
     )
@@ -289,7 +289,7 @@ async fn a_watchdog_meant_for_another_process_is_not_petted() {
         &config,
         format!(
             "data_dir = \"{}\"\nhost_name = \"hosta\"\nheartbeat_ms = 100\n\
-             [pve]\nbackend = \"sim\"\ntime_scale = 0.0\n",
+             vip_holding = \"simulated\"\n[pve]\nbackend = \"pvesh\"\nprogram = \"/bin/false\"\n",
             data.display()
         ),
     )

@@ -92,10 +92,8 @@ fn unit_test_files_are_named_one_way() {
     );
 }
 
-/// `fleet` (the pure core) and `protocol` (the wire types) build without tokio, sockets, TLS,
-/// storage or HTTP, through any normal dependency (the full resolve graph of `cargo metadata`).
-#[test]
-fn the_pure_core_and_the_wire_types_reach_no_runtime_or_io_crate() {
+/// `cargo metadata` with the resolve graph of this platform.
+fn resolved_metadata() -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
@@ -121,8 +119,28 @@ fn the_pure_core_and_the_wire_types_reach_no_runtime_or_io_crate() {
             .is_some_and(|n| n.len() > 50),
         "no resolve graph: the metadata reader is broken"
     );
-    let v = pvefleet_tests::architecture::runtime_violations(&meta);
+    meta
+}
+
+/// `fleet` (the pure core) and `protocol` (the wire types) build without tokio, sockets, TLS,
+/// storage or HTTP, through any normal dependency (the full resolve graph of `cargo metadata`).
+#[test]
+fn the_pure_core_and_the_wire_types_reach_no_runtime_or_io_crate() {
+    let v = pvefleet_tests::architecture::runtime_violations(&resolved_metadata());
     assert!(v.is_empty(), "the pure core reaches I/O:\n{}", v.join("\n"));
+}
+
+/// No shipped binary (`pvefleet-agent`, `pvefleet-coordinator`, `pvefleet`) links the PVE
+/// simulator or the lab, through any normal dependency: the test world ships in its own
+/// package (`pvefleet-lab`). The package test checks the built binaries' symbols as well.
+#[test]
+fn no_shipped_binary_links_the_simulator_or_the_lab() {
+    let v = pvefleet_tests::architecture::shipped_violations(&resolved_metadata());
+    assert!(
+        v.is_empty(),
+        "the product links its test world:\n{}",
+        v.join("\n")
+    );
 }
 
 /// The host's target triple (`rustc -vV`): the resolve graph of this platform only, which

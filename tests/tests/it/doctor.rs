@@ -65,7 +65,7 @@ fn doctor_finds_a_missing_privilege_a_skewed_clock_and_an_expiring_certificate()
     // Now the three faults, all real.
     fleet.add_hosts(&[
         HostOptions::new("pve2", PveAccess::Https).withholding(&["VM.Snapshot"]),
-        HostOptions::new("pve3", PveAccess::Sim)
+        HostOptions::new("pve3", PveAccess::Https)
             .with_agent_env("LD_PRELOAD", FAKETIME)
             .with_agent_env("FAKETIME", "+30s")
             .with_agent_env("FAKETIME_DONT_FAKE_MONOTONIC", "1"),

@@ -36,7 +36,7 @@ fn text(bytes: &[u8]) -> String {
 fn a_fleet_file_whose_third_vm_names_an_unknown_pool_applies_nothing() {
     let mut fleet = Fleet::start(3);
     for i in 1..=2 {
-        fleet.add_host(HostOptions::new(format!("sim{i}"), PveAccess::Sim));
+        fleet.add_host(HostOptions::new(format!("sim{i}"), PveAccess::Https));
     }
     let bad = write_file(&fleet, "bad.toml", 3, "nope");
     let out = fleet.cluster.cli(&["apply", "-f", bad.to_str().unwrap()]);

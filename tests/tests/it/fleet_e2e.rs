@@ -85,7 +85,7 @@ fn check_one_vm_per_name(on_hosts: &[HostVm], names: &[String]) {
 fn fifty_vms_over_five_simulated_hosts_all_run_with_their_addresses() {
     let mut fleet = Fleet::start(3);
     for i in 1..=5 {
-        fleet.add_host(HostOptions::new(format!("sim{i}"), PveAccess::Sim));
+        fleet.add_host(HostOptions::new(format!("sim{i}"), PveAccess::Https));
     }
     fleet.apply_resources();
     let names = names("vm", 50);

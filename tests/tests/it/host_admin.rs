@@ -19,8 +19,8 @@ fn hosts(fleet: &Fleet) -> HostStatusReply {
 fn operator_labels_steer_placement_and_an_empty_host_is_decommissioned() {
     let mut fleet = Fleet::start(1);
     fleet.add_hosts(&[
-        HostOptions::new("pve1", PveAccess::Sim).label("zone", "a"),
-        HostOptions::new("pve2", PveAccess::Sim).label("zone", "a"),
+        HostOptions::new("pve1", PveAccess::Https).label("zone", "a"),
+        HostOptions::new("pve2", PveAccess::Https).label("zone", "a"),
     ]);
 
     let labelled = fleet

@@ -9,8 +9,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 
-use node_agent::backend::SimBackend;
-use node_agent::ops::{SimSnippetWriter, VmOps};
+use node_agent::ops::{SnippetError, SnippetWriter, VmOps};
 use protocol::agent::EnsureVm;
 use protocol::fleet::NicAddress;
 use protocol::spec::{
@@ -21,7 +20,48 @@ use pve::calls::ConfigView;
 use pve::types::VmConfig;
 use pve::{ApiReply, ApiRequest, Backend, Method, PveError};
 use pve_sim::config::{NodeConfig, StorageConfig, TemplateConfig};
-use pve_sim::{Caller, Sim, SimConfig};
+use pve_sim::{Caller, Sim, SimBackend, SimConfig};
+
+/// Hands snippets to the in-process simulator (as the lab platform's writer hands them to a
+/// `pve-sim` process).
+#[derive(Debug, Clone)]
+pub(crate) struct SimSnippetWriter(pub(crate) Sim);
+
+impl SimSnippetWriter {
+    /// Writes into `sim`'s storages.
+    pub(crate) fn new(sim: Sim) -> Self {
+        Self(sim)
+    }
+}
+
+impl SnippetWriter for SimSnippetWriter {
+    fn write<'a>(
+        &'a self,
+        node: &'a str,
+        storage: &'a str,
+        file: &'a str,
+        content: &'a str,
+    ) -> BoxFuture<'a, Result<String, SnippetError>> {
+        Box::pin(async move {
+            self.0
+                .write_snippet(node, storage, file, content)
+                .map_err(|e| SnippetError::Simulator(e.message))
+        })
+    }
+
+    fn remove<'a>(
+        &'a self,
+        _node: &'a str,
+        _storage: &'a str,
+        _file: &'a str,
+    ) -> BoxFuture<'a, Result<bool, SnippetError>> {
+        Box::pin(async {
+            Err(SnippetError::Unsupported(
+                "the simulator offers no way to remove a snippet file",
+            ))
+        })
+    }
+}
 
 /// The node every test runs on.
 pub(crate) const NODE: &str = "pve1";

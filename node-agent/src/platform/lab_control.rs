@@ -1,7 +1,9 @@
-//! The simulated host reset of a node served by `pve-sim`: `POST {url}/_sim/nodes/{node}/power`
-//! with `{"action":"reset"}` stops every VM of the node at once, as a host reset would. It is
-//! the simulator's control API, beside the PVE API (`/api2/json`), so it is called here and not
-//! through the `pve` client.
+//! The lab platform's hand on its host: the control API of the `pve-sim` process serving this
+//! host's node, beside the PVE API (`/api2/json`), for what a PVE host does outside that API.
+//! `POST {url}/_sim/nodes/{node}/power` with `{"action":"reset"}` stops every VM of the node at
+//! once, as a host reset would; `/_sim/pmxcfs/...` edits the simulated cluster filesystem;
+//! `PUT /_sim/snippets/...` stores a snippet file. It is called here and not through the `pve`
+//! client because it is not PVE's API.
 //!
 //! Authentication is the agent's: its API token (`https` backend), or for a `pvesh` backend
 //! pointed at the simulator (`PVESIM_URL`, `PVESIM_CA`, `PVESIM_PASSWORD_FILE`, as `pvesh-sim`
@@ -19,7 +21,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How the simulator is authenticated against.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SimAuth {
+pub enum ControlAuth {
     /// An API token file (`USER@REALM!TOKENID=SECRET`).
     Token(PathBuf),
     /// root@pam's password file (a ticket is obtained first).
@@ -28,30 +30,30 @@ pub enum SimAuth {
 
 /// How the simulator's certificate is trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SimTrust {
+pub enum ControlTrust {
     /// The certificates of this PEM file.
     CaFile(PathBuf),
-    /// Any (the agent's config says `insecure`, or pins a fingerprint, which this simulated
-    /// reset does not check).
+    /// Any (the agent's config says `insecure`, or pins a fingerprint, which these calls do
+    /// not check).
     Any,
 }
 
-/// The simulated node to reset.
+/// The simulator's control API for one node.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimNode {
+pub struct LabControl {
     /// `https://HOST:PORT` of the simulator.
     pub url: String,
     /// The node name.
     pub node: String,
     /// Authentication.
-    pub auth: SimAuth,
+    pub auth: ControlAuth,
     /// Certificate trust.
-    pub trust: SimTrust,
+    pub trust: ControlTrust,
 }
 
-/// Why the simulated node could not be reset.
+/// Why a call to the control API failed.
 #[derive(Debug, thiserror::Error)]
-pub enum SimPowerError {
+pub enum ControlError {
     /// A file of the settings is unreadable.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -85,41 +87,41 @@ struct Ticket {
     csrf: String,
 }
 
-impl SimNode {
-    /// The simulated node behind backend `pve` for node `node`: the `https` backend's own
-    /// settings; for `pvesh`, the `PVESIM_*` variables of `env`; `None` for the in-process
-    /// `sim` backend (its VMs end with the agent) or a `pvesh` without them.
+impl LabControl {
+    /// The control API of the simulator behind backend `pve`, acting on node `node`: the
+    /// `https` backend's own URL, token and CA; for `pvesh`, the `PVESIM_*` variables of `env`
+    /// (as `pvesh-sim` reads them); `None` for a `pvesh` without them.
     pub fn of(
         pve: &PveConfig,
         node: &str,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Option<SimNode> {
+    ) -> Option<LabControl> {
         match pve {
-            PveConfig::Https(https) => Some(SimNode::of_https(https, node)),
-            PveConfig::Pvesh(_) => Some(SimNode {
+            PveConfig::Https(https) => Some(LabControl::of_https(https, node)),
+            PveConfig::Pvesh(_) => Some(LabControl {
                 url: env("PVESIM_URL")?,
                 node: node.to_string(),
-                auth: SimAuth::RootPassword(env("PVESIM_PASSWORD_FILE")?.into()),
-                trust: env("PVESIM_CA").map_or(SimTrust::Any, |ca| SimTrust::CaFile(ca.into())),
+                auth: ControlAuth::RootPassword(env("PVESIM_PASSWORD_FILE")?.into()),
+                trust: env("PVESIM_CA")
+                    .map_or(ControlTrust::Any, |ca| ControlTrust::CaFile(ca.into())),
             }),
-            PveConfig::Sim(_) => None,
         }
     }
 
-    fn of_https(https: &HttpsSettings, node: &str) -> SimNode {
-        SimNode {
+    fn of_https(https: &HttpsSettings, node: &str) -> LabControl {
+        LabControl {
             url: https.url.clone(),
             node: node.to_string(),
-            auth: SimAuth::Token(https.token_file.clone()),
+            auth: ControlAuth::Token(https.token_file.clone()),
             trust: https
                 .ca_file
                 .clone()
-                .map_or(SimTrust::Any, SimTrust::CaFile),
+                .map_or(ControlTrust::Any, ControlTrust::CaFile),
         }
     }
 
     /// `POST /_sim/nodes/{node}/power {"action":"reset"}`.
-    pub async fn reset(&self) -> Result<(), SimPowerError> {
+    pub async fn reset(&self) -> Result<(), ControlError> {
         let path = format!("/_sim/nodes/{}/power", self.node);
         self.post("reset", &path, &serde_json::json!({"action": "reset"}))
             .await
@@ -133,23 +135,63 @@ impl SimNode {
         step: &'static str,
         path: &str,
         body: &serde_json::Value,
-    ) -> Result<serde_json::Value, SimPowerError> {
+    ) -> Result<serde_json::Value, ControlError> {
         let client = self.client()?;
         let base = self.url.trim_end_matches('/');
-        let request = client.post(format!("{base}{path}")).json(body);
+        self.send(
+            step,
+            &client,
+            client.post(format!("{base}{path}")).json(body),
+        )
+        .await
+    }
+
+    /// `PUT /_sim/snippets/{node}/{storage}/{file}` with `content`: the snippet's volume id.
+    pub async fn put_snippet(
+        &self,
+        storage: &str,
+        file: &str,
+        content: &str,
+    ) -> Result<String, ControlError> {
+        let client = self.client()?;
+        let base = self.url.trim_end_matches('/');
+        let url = format!("{base}/_sim/snippets/{}/{storage}/{file}", self.node);
+        let data = self
+            .send(
+                "snippet",
+                &client,
+                client.put(url).body(content.to_string()),
+            )
+            .await?;
+        data.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ControlError::Call {
+                step: "snippet",
+                reason: format!("the simulator answered {data} instead of a volume id"),
+            })
+    }
+
+    /// Sends `request` with the agent's credentials; the reply's `data`.
+    async fn send(
+        &self,
+        step: &'static str,
+        client: &reqwest::Client,
+        request: reqwest::RequestBuilder,
+    ) -> Result<serde_json::Value, ControlError> {
+        let base = self.url.trim_end_matches('/');
         let request = match &self.auth {
-            SimAuth::Token(file) => {
+            ControlAuth::Token(file) => {
                 let token = read_line(file)?;
                 request.header("Authorization", format!("PVEAPIToken={token}"))
             }
-            SimAuth::RootPassword(file) => {
-                let ticket = self.login(&client, base, &read_line(file)?).await?;
+            ControlAuth::RootPassword(file) => {
+                let ticket = self.login(client, base, &read_line(file)?).await?;
                 request
                     .header("Cookie", format!("PVEAuthCookie={}", ticket.ticket))
                     .header("CSRFPreventionToken", ticket.csrf)
             }
         };
-        let reply = request.send().await.map_err(|e| SimPowerError::Call {
+        let reply = request.send().await.map_err(|e| ControlError::Call {
             step,
             reason: e.to_string(),
         })?;
@@ -165,7 +207,7 @@ impl SimNode {
                         .map(str::to_string)
                 })
                 .unwrap_or(body);
-            return Err(SimPowerError::Call {
+            return Err(ControlError::Call {
                 step,
                 reason: format!("{status}: {}", message.trim()),
             });
@@ -181,8 +223,8 @@ impl SimNode {
         client: &reqwest::Client,
         base: &str,
         password: &str,
-    ) -> Result<Ticket, SimPowerError> {
-        let fail = |reason: String| SimPowerError::Call {
+    ) -> Result<Ticket, ControlError> {
+        let fail = |reason: String| ControlError::Call {
             step: "login",
             reason,
         };
@@ -204,32 +246,32 @@ impl SimNode {
         Ok(ticket.data)
     }
 
-    fn client(&self) -> Result<reqwest::Client, SimPowerError> {
+    fn client(&self) -> Result<reqwest::Client, ControlError> {
         // The binary installs ring already; a test or another caller may not have.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let builder = reqwest::Client::builder().timeout(CALL_TIMEOUT);
         let builder = match &self.trust {
-            SimTrust::CaFile(path) => {
-                let pem = std::fs::read(path).map_err(|source| SimPowerError::Read {
+            ControlTrust::CaFile(path) => {
+                let pem = std::fs::read(path).map_err(|source| ControlError::Read {
                     path: path.clone(),
                     source,
                 })?;
                 let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                    .map_err(|e| SimPowerError::Client(format!("{}: {e}", path.display())))?;
+                    .map_err(|e| ControlError::Client(format!("{}: {e}", path.display())))?;
                 builder.tls_certs_only(certs)
             }
-            SimTrust::Any => builder.danger_accept_invalid_certs(true),
+            ControlTrust::Any => builder.danger_accept_invalid_certs(true),
         };
         builder
             .build()
-            .map_err(|e| SimPowerError::Client(e.to_string()))
+            .map_err(|e| ControlError::Client(e.to_string()))
     }
 }
 
-fn read_line(path: &Path) -> Result<String, SimPowerError> {
+fn read_line(path: &Path) -> Result<String, ControlError> {
     std::fs::read_to_string(path)
         .map(|s| s.lines().next().unwrap_or_default().trim().to_string())
-        .map_err(|source| SimPowerError::Read {
+        .map_err(|source| ControlError::Read {
             path: path.to_path_buf(),
             source,
         })
@@ -238,10 +280,10 @@ fn read_line(path: &Path) -> Result<String, SimPowerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{PveshSettings, SimSettings};
+    use crate::config::PveshSettings;
 
     #[test]
-    fn the_node_to_reset_follows_the_backend() {
+    fn the_control_api_follows_the_backend() {
         let https = PveConfig::Https(HttpsSettings {
             url: "https://127.0.0.1:8443".into(),
             token_file: "/t".into(),
@@ -252,32 +294,27 @@ mod tests {
         });
         let none = |_: &str| None;
         assert_eq!(
-            SimNode::of(&https, "pve-a", none),
-            Some(SimNode {
+            LabControl::of(&https, "pve-a", none),
+            Some(LabControl {
                 url: "https://127.0.0.1:8443".into(),
                 node: "pve-a".into(),
-                auth: SimAuth::Token("/t".into()),
-                trust: SimTrust::CaFile("/ca.pem".into()),
+                auth: ControlAuth::Token("/t".into()),
+                trust: ControlTrust::CaFile("/ca.pem".into()),
             })
-        );
-        assert_eq!(
-            SimNode::of(&PveConfig::Sim(SimSettings::default()), "pve-a", none),
-            None,
-            "in-process: the VMs end with the agent"
         );
         let pvesh = PveConfig::Pvesh(PveshSettings {
             program: "pvesh".into(),
             timeout_secs: 60,
         });
-        assert_eq!(SimNode::of(&pvesh, "pve-a", none), None);
+        assert_eq!(LabControl::of(&pvesh, "pve-a", none), None);
         let env = |k: &str| match k {
             "PVESIM_URL" => Some("https://127.0.0.1:9".to_string()),
             "PVESIM_PASSWORD_FILE" => Some("/pw".to_string()),
             _ => None,
         };
         assert_eq!(
-            SimNode::of(&pvesh, "pve-a", env).map(|n| (n.auth, n.trust)),
-            Some((SimAuth::RootPassword("/pw".into()), SimTrust::Any))
+            LabControl::of(&pvesh, "pve-a", env).map(|n| (n.auth, n.trust)),
+            Some((ControlAuth::RootPassword("/pw".into()), ControlTrust::Any))
         );
     }
 }

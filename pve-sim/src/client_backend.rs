@@ -1,11 +1,12 @@
-//! `SimBackend`: the real `pve` client over the simulator in process, without HTTP. The
+//! `SimBackend`: the real `pve` client over the simulator in process, without HTTP (for tests
+//! and benches that want a PVE node without a process; the agent always talks HTTPS or pvesh). The
 //! simulator produces the exact status, reason phrase and body its HTTPS server would send,
 //! and the client decodes them with the same function its HTTPS backend uses, so only the
 //! socket is skipped.
 
+use crate::{Caller, HttpMethod, Sim};
 use pve::backend::BoxFuture;
 use pve::{ApiReply, ApiRequest, Backend, Method, PveError};
-use pve_sim::{Caller, HttpMethod, Sim};
 
 /// A `pve::Backend` calling a [`Sim`] in process as `caller`, talking to `node`.
 #[derive(Clone)]
