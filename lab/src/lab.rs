@@ -48,6 +48,9 @@ const READY_WAIT: Duration = Duration::from_secs(60);
 const JOINS_AT_ONCE: usize = 4;
 /// How long a child may take to exit on SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(15);
+/// The malloc setting the packaged agent unit sets (`Environment=` of
+/// `packaging/systemd/pvefleet-agent.service`): a lab's agent runs as a host's does.
+pub const AGENT_MALLOC_ARENAS: (&str, &str) = ("MALLOC_ARENA_MAX", "1");
 /// The agent's leave file (`node_agent::leave_probe::LEAVE_FILE`; the lab does not link the agent).
 const LEAVE_FILE: &str = "leaving";
 /// Per-call timeout of the lab's own admin calls (elections included).
@@ -223,7 +226,8 @@ fn agent_run(program: &Path, agent: &Agent, filter: &str) -> (String, Command) {
         .arg("--config")
         .arg(&agent.files.config)
         .envs(agent.files.env.iter().map(|(k, v)| (k, v)))
-        .env("RUST_LOG", filter);
+        .env("RUST_LOG", filter)
+        .env(AGENT_MALLOC_ARENAS.0, AGENT_MALLOC_ARENAS.1);
     (format!("agent {}", agent.host), run)
 }
 

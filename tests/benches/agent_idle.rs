@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use pvefleet_tests::fleet::{Fleet, HostOptions, PveAccess, all_running_with_ips, test_vm};
-use pvefleet_tests::proc_stats::{cpu_ticks, status_kib, ticks_per_second};
+use pvefleet_tests::proc_stats::{cpu_ticks, status_kib, thread_ticks, ticks_per_second};
 
 const VMS: usize = 100;
 const WINDOW: Duration = Duration::from_secs(30);
@@ -45,12 +45,14 @@ fn measure(access: PveAccess, label: &str) {
 
     let rss_before = status_kib(pid, "VmRSS");
     let ticks_before = cpu_ticks(pid);
+    let threads_before = thread_ticks(pid);
     let started = Instant::now();
     std::thread::sleep(WINDOW);
     let elapsed = started.elapsed().as_secs_f64();
     let cpu_secs = (cpu_ticks(pid) - ticks_before) as f64 / ticks_per_second();
     let rss_after = status_kib(pid, "VmRSS");
     let hwm = status_kib(pid, "VmHWM");
+    let threads_after = thread_ticks(pid);
     println!("agent_idle, {label}:");
     println!(
         "agent_idle: {VMS} VMs, resident memory {:.1} MiB at the start and {:.1} MiB at the end \
@@ -63,4 +65,23 @@ fn measure(access: PveAccess, label: &str) {
         "agent_idle: CPU {cpu_secs:.2} s in {elapsed:.0} s = {:.2} % of one core",
         cpu_secs * 100.0 / elapsed
     );
+    // Where the memory and the CPU go (the profile the work on a lighter agent starts from).
+    let mib = |field: &str| status_kib(pid, field) as f64 / 1024.0;
+    println!(
+        "agent_idle: resident {:.1} MiB = {:.1} anonymous (heap, stacks) + {:.1} file-backed \
+         (the binary's and libraries' pages touched); {} threads",
+        mib("VmRSS"),
+        mib("RssAnon"),
+        mib("RssFile"),
+        status_kib(pid, "Threads")
+    );
+    let tps = ticks_per_second();
+    for (name, after) in &threads_after {
+        let ticks = after.saturating_sub(threads_before.get(name).copied().unwrap_or(0));
+        println!(
+            "agent_idle:   thread {name:<16} {:>6.2} s CPU ({:.2} % of one core)",
+            ticks as f64 / tps,
+            ticks as f64 / tps * 100.0 / elapsed
+        );
+    }
 }

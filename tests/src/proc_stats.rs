@@ -30,6 +30,35 @@ pub fn cpu_ticks(pid: u32) -> u64 {
         .sum()
 }
 
+/// `utime + stime` in clock ticks of each thread of `pid`, summed by thread name (`comm`):
+/// where a process spends its CPU, without a profiler.
+pub fn thread_ticks(pid: u32) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (text.find('('), text.rfind(')')) else {
+            continue;
+        };
+        let name = text.get(open + 1..close).unwrap_or_default().to_string();
+        let fields: Vec<&str> = text
+            .get(close + 2..)
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        let ticks: u64 = [11, 12]
+            .iter()
+            .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+            .sum();
+        *out.entry(name).or_insert(0) += ticks;
+    }
+    out
+}
+
 /// CPU seconds (user + system) `pid` has used (0 once it is gone).
 pub fn cpu_secs(pid: u32) -> f64 {
     cpu_ticks(pid) as f64 / ticks_per_second()

@@ -12,7 +12,7 @@
 //!  everything timed on one clock ─▶ Record ─▶ per fault: outage, most answerers, most holders
 //! ```
 //!
-//! Agents run the simulated PVE backend with `vip_holding = "host"`: simulated guests, real
+//! Agents run on the lab platform beside a `pve-sim` process each, with `vip_holding = "host"`: simulated guests, real
 //! addresses. Nothing leaves the namespaces, which are removed when the testbed is dropped
 //! (processes first), even when a test fails. Needs root, iproute2 and nftables. The pieces
 //! ([`netns`], [`network`], the probes, [`sampler`], [`record`], [`faults`]) are usable on

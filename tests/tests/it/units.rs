@@ -295,3 +295,14 @@ fn the_package_metadata_ships_what_the_units_name() {
         "usr/share/doc/pvefleet/examples/"
     ));
 }
+
+/// A lab's agent runs with the environment the packaged unit gives it, so the agent's figures
+/// (`--bench agent_idle`) are a host's.
+#[test]
+fn the_lab_runs_the_agent_with_the_units_environment() {
+    let (key, value) = lab::lab::AGENT_MALLOC_ARENAS;
+    assert_eq!(
+        unit_values(&unit_text(AGENT_UNIT), "Environment"),
+        [format!("{key}={value}")]
+    );
+}
