@@ -45,7 +45,10 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("lab", &["client", "bootstrap", "protocol", "pve-sim"]),
-    ("cli", &["client", "bootstrap", "protocol", "lab", "daemon"]),
+    // The product's CLI: no lab, no simulator (the lab's commands are `lab-cli`'s).
+    ("cli", &["client", "bootstrap", "protocol", "daemon"]),
+    // `pvefleet-lab`: the launcher, and the CLI as a library for what the two binaries share.
+    ("lab-cli", &["cli", "lab", "client", "protocol", "daemon"]),
     (
         "tests",
         &[
@@ -58,6 +61,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "daemon",
             "lab",
             "cli",
+            "lab-cli",
             "node-agent",
             "coordinator",
             "pve",
@@ -90,8 +94,15 @@ pub const NEVER_TRANSITIVE: &[(&str, &str)] = &[
     ("cli", "raft"),
     ("cli", "coordinator"),
     ("cli", "node-agent"),
+    // The shipped operator CLI carries no simulated fleet: that is the lab package's.
+    ("cli", "lab"),
+    ("cli", "pve-sim"),
+    ("coordinator", "lab"),
     ("lab", "coordinator"),
     ("lab", "node-agent"),
+    // The lab's binary runs the daemons as processes, like the launcher it drives.
+    ("lab-cli", "coordinator"),
+    ("lab-cli", "node-agent"),
 ];
 
 /// Members whose normal (non-dev) dependency graph must not reach a runtime or I/O crate:
@@ -392,6 +403,26 @@ mod tests {
         );
         assert!(
             v.contains(&"cli reaches raft transitively".to_string()),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_cli_linking_the_lab_fails_and_the_lab_binary_may() {
+        let m = set(&["cli", "lab-cli", "lab", "pve-sim"]);
+        let allowed = [
+            e("lab-cli", "cli", false),
+            e("lab-cli", "lab", false),
+            e("lab", "pve-sim", false),
+        ];
+        assert_eq!(violations(&m, &allowed), Vec::<String>::new());
+        let v = violations(&m, &[e("cli", "lab", false), e("lab", "pve-sim", false)]);
+        assert!(
+            v.contains(&"forbidden dependency: cli -> lab".to_string()),
+            "{v:?}"
+        );
+        assert!(
+            v.contains(&"cli reaches pve-sim transitively".to_string()),
             "{v:?}"
         );
     }
