@@ -100,10 +100,11 @@ deny:
 	fi
 
 # A whole simulated fleet on loopback (3 coordinators, 5 simulated PVE hosts, the example
-# fleet of examples/fleet.toml) until Ctrl-C. The demo runs the binaries built beside pvefleet.
+# fleet of examples/fleet.toml) until Ctrl-C: the lab's `pvefleet-lab demo`, which runs the
+# binaries built beside it (the product's and the simulator's).
 demo:
 	$(CARGO) build --release --bins
-	target/release/pvefleet demo
+	target/release/pvefleet-lab demo
 
 # Figures, not pass/fail. The coordinator, fleet_scale, agent_idle, join_surface and vip_failover
 # benches run the release binaries as processes; vip_failover needs root and keepalived (Debian's
@@ -141,7 +142,7 @@ CHAOS_SEED ?= $(shell date +%s)
 chaos: faketime disk-fault
 	$(CARGO) build --locked --bins
 	mkdir -p target/chaos
-	target/debug/pvefleet sim chaos --seed $(CHAOS_SEED) --duration $(CHAOS_DURATION) \
+	target/debug/pvefleet-lab sim chaos --seed $(CHAOS_SEED) --duration $(CHAOS_DURATION) \
 		--scenario-out target/chaos/chaos-$(CHAOS_SEED).toml \
 		--report target/chaos/chaos-$(CHAOS_SEED).json
 

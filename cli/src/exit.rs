@@ -205,10 +205,6 @@ pub enum CliError {
     /// The output could not be produced or written.
     #[error("cannot write the output: {0}")]
     Output(String),
-    /// `pvefleet demo` could not start or run its fleet (the message names the step and where
-    /// the logs are).
-    #[error("{0}")]
-    Demo(String),
     /// `vm scale` names a group no VM belongs to.
     #[error(
         "no VM belongs to group {0:?}: a group is made by applying a file with a [[vm_group]] \
@@ -243,9 +239,7 @@ impl CliError {
             | CliError::NothingToApply { .. }
             | CliError::NoSettings { .. }
             | CliError::RevokeSelf { .. } => ExitStatus::Refused,
-            CliError::Output(_) | CliError::Demo(_) | CliError::AdminNotSaved { .. } => {
-                ExitStatus::Failed
-            }
+            CliError::Output(_) | CliError::AdminNotSaved { .. } => ExitStatus::Failed,
             CliError::NoGroup(_) => ExitStatus::NotFound,
             CliError::Unhealthy { .. } => ExitStatus::Unhealthy,
         }

@@ -17,7 +17,7 @@ use protocol::fleet::UnixMillis;
 use std::io::Write;
 
 pub use args::Cli;
-pub use commands::{default_out_dir, join_command};
+pub use commands::{default_out_dir, join_command, login_url, read_fleet_file};
 pub use exit::{CliError, ExitStatus};
 
 /// Runs `cli`, writing results to `out`; `now` dates ages in tables.

@@ -1,6 +1,7 @@
 //! Where the lab finds the programs it runs: beside the running executable, as cargo builds
-//! every binary of the workspace into one directory and a package installs them together.
-//! A test or bench executable lives one level down, in `deps/`; its programs are in the
+//! every binary of the workspace into one directory and the packages install them together
+//! (`pvefleet` the product's in /usr/bin, `pvefleet-lab` its own and the simulator's beside
+//! them). A test or bench executable lives one level down, in `deps/`; its programs are in the
 //! directory above.
 
 use std::path::{Path, PathBuf};
@@ -13,6 +14,9 @@ pub const COORDINATOR: &str = "pvefleet-coordinator";
 pub const AGENT: &str = "pvefleet-agent";
 /// The operator CLI.
 pub const CLI: &str = "pvefleet";
+/// The lab's own command line (`demo`, `sim run`, `sim chaos`; the `lab-cli` crate), which
+/// the tests and benches run as a process.
+pub const LAB_CLI: &str = "pvefleet-lab";
 /// The PVE simulator.
 pub const PVE_SIM: &str = "pve-sim";
 /// The simulator's `pvesh` stand-in.

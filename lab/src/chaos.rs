@@ -1,9 +1,9 @@
-//! The seeded chaos campaign behind `pvefleet sim chaos --seed S --duration D`:
+//! The seeded chaos campaign behind `pvefleet-lab sim chaos --seed S --duration D`:
 //! faults drawn at random from a seed, written as an ordinary scenario file and played by the
 //! scenario runner ([`crate::scenario`]), which checks its invariants on every sample while
 //! writing clients run beside the faults. Pure: the same seed and duration always give the
 //! same file, so a failing run replays from its seed (or from the file it printed, with
-//! `pvefleet sim run`).
+//! `pvefleet-lab sim run`).
 //!
 //! ```text
 //!  seed ─StdRng─▶ schedule: every 2–9 s a fault drawn by weight (kinds below), on a host
@@ -597,12 +597,12 @@ interface = "vmbr0"
 "#;
 
 impl Schedule {
-    /// The campaign as a scenario file (`pvefleet sim run` plays it as `sim chaos` does).
+    /// The campaign as a scenario file (`pvefleet-lab sim run` plays it as `sim chaos` does).
     pub fn scenario_text(&self) -> String {
         let secs = self.duration.as_secs();
         let mut text = format!(
-            "# pvefleet sim chaos --seed {seed} --duration {secs}s (lab::chaos): replay with\n\
-             # `pvefleet sim chaos --seed {seed} --duration {secs}s` or `pvefleet sim run FILE`.\n\
+            "# pvefleet-lab sim chaos --seed {seed} --duration {secs}s (lab::chaos): replay with\n\
+             # `pvefleet-lab sim chaos --seed {seed} --duration {secs}s` or `pvefleet-lab sim run FILE`.\n\
              name = \"chaos-{seed}\"\n\
              description = \"Seeded chaos campaign {seed}: {n} faults over {secs} s\"\n\
              timeout = \"{timeout}s\"\n\

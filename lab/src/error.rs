@@ -10,7 +10,7 @@ use client::ClientError;
 pub enum LabError {
     /// The path of the running executable is unknown, so its sibling binaries cannot be found.
     #[error(
-        "cannot locate the running executable ({0}): run it by its path, e.g. target/release/pvefleet demo"
+        "cannot locate the running executable ({0}): run it by its path, e.g. target/release/pvefleet-lab demo"
     )]
     CurrentExe(std::io::Error),
     /// A binary the lab runs is not where the workspace builds it.

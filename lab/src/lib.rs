@@ -1,6 +1,6 @@
 //! pvefleet's one launcher: a fleet of real processes on one machine — coordinators, node
 //! agents and simulated PVE hosts (`pve-sim serve`) — on loopback, or members and agents each
-//! in a network namespace the caller made ([`netns`]: the VIP testbed). `pvefleet demo`, the
+//! in a network namespace the caller made ([`netns`]: the VIP testbed). `pvefleet-lab demo`, the
 //! end-to-end tests and the benches all start, fault and stop their fleets through it, so
 //! process spawning, readiness waiting and teardown exist once.
 //!

@@ -4,7 +4,7 @@
 //! HA manager needs about 120 s for (60 s before it fences, its 120 s lock expiry as the proof),
 //! and vSphere HA only declares the host failed after 15 s. Target: a median ≤ 15 s.
 //!
-//! Each round is one `pvefleet sim run` of a scenario of the project's HA library (real
+//! Each round is one `pvefleet-lab sim run` of a scenario of the project's HA library (real
 //! coordinator and agent processes, a simulated PVE cluster of four nodes with shared storage,
 //! three HA guests), so the figure is what an operator's run of the same file shows:
 //! - `power-off` (`host-power-off`): the host holding `web-1` loses power (agent, coordinator
@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use lab::Binaries;
-use lab::binaries::CLI;
+use lab::binaries::LAB_CLI;
 
 /// The kinds measured, with their scenario (in tests/scenarios, or the bench's own in
 /// tests/benches/scenarios).
@@ -70,8 +70,8 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     let cli = Binaries::beside_current_exe()
-        .and_then(|b| b.path(CLI))
-        .expect("the pvefleet binary (make bench builds it)");
+        .and_then(|b| b.path(LAB_CLI))
+        .expect("the pvefleet-lab binary (make bench builds it)");
     let mut results: Vec<Round> = Vec::new();
     let mut timeline: Option<String> = None;
     let mut broken = Vec::new();
@@ -81,7 +81,7 @@ fn main() {
                 .args(["sim", "run", "--output", "json"])
                 .arg(scenario(file))
                 .output()
-                .expect("pvefleet sim run");
+                .expect("pvefleet-lab sim run");
             let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
                 panic!(
                     "{kind} round {round}: no JSON outcome ({e}); stderr:\n{}",

@@ -20,8 +20,9 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // The daemons' shared edge depends on no member.
     ("daemon", &[]),
     ("pve", &[]),
-    // Its in-process `pve::Backend` (`client_backend`), for tests and benches.
-    ("pve-sim", &["pve"]),
+    // Its in-process `pve::Backend` (`client_backend`), for tests and benches; the binary
+    // takes its man page and completions from the daemons' edge.
+    ("pve-sim", &["pve", "daemon"]),
     // Loaded with LD_PRELOAD into a lab's member, never linked: nothing may depend on it.
     ("disk-fault", &[]),
     (
@@ -40,7 +41,10 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("lab", &["client", "bootstrap", "protocol", "pve-sim"]),
-    ("cli", &["client", "bootstrap", "protocol", "lab", "daemon"]),
+    // The product's CLI: no lab, no simulator (the lab's commands are `lab-cli`'s).
+    ("cli", &["client", "bootstrap", "protocol", "daemon"]),
+    // `pvefleet-lab`: the launcher, and the CLI as a library for what the two binaries share.
+    ("lab-cli", &["cli", "lab", "client", "protocol", "daemon"]),
     (
         "tests",
         &[
@@ -53,6 +57,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "daemon",
             "lab",
             "cli",
+            "lab-cli",
             "node-agent",
             "coordinator",
             "pve",
@@ -82,14 +87,20 @@ pub const NEVER_TRANSITIVE: &[(&str, &str)] = &[
     ("node-agent", "raft"),
     ("node-agent", "pve-sim"),
     ("node-agent", "lab"),
-    ("coordinator", "lab"),
     ("pve", "pve-sim"),
     ("fleet", "transport"),
     ("cli", "raft"),
     ("cli", "coordinator"),
     ("cli", "node-agent"),
+    // The shipped operator CLI carries no simulated fleet: that is the lab package's.
+    ("cli", "lab"),
+    ("cli", "pve-sim"),
+    ("coordinator", "lab"),
     ("lab", "coordinator"),
     ("lab", "node-agent"),
+    // The lab's binary runs the daemons as processes, like the launcher it drives.
+    ("lab-cli", "coordinator"),
+    ("lab-cli", "node-agent"),
 ];
 
 /// The shipped binaries (the `pvefleet` Debian package) and the member that builds each.
@@ -498,6 +509,26 @@ mod tests {
         );
         assert!(
             v.contains(&"cli reaches raft transitively".to_string()),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_cli_linking_the_lab_fails_and_the_lab_binary_may() {
+        let m = set(&["cli", "lab-cli", "lab", "pve-sim"]);
+        let allowed = [
+            e("lab-cli", "cli", false),
+            e("lab-cli", "lab", false),
+            e("lab", "pve-sim", false),
+        ];
+        assert_eq!(violations(&m, &allowed), Vec::<String>::new());
+        let v = violations(&m, &[e("cli", "lab", false), e("lab", "pve-sim", false)]);
+        assert!(
+            v.contains(&"forbidden dependency: cli -> lab".to_string()),
+            "{v:?}"
+        );
+        assert!(
+            v.contains(&"cli reaches pve-sim transitively".to_string()),
             "{v:?}"
         );
     }

@@ -1,4 +1,4 @@
-//! `pvefleet demo` as a child process, for tests and benches that need the demo's fleet
+//! `pvefleet-lab demo` as a child process, for tests and benches that need the demo's fleet
 //! itself: started with `--output json`, it prints one document once the fleet is ready (the
 //! CLI configuration, every process, the dashboard's login link) and runs until SIGTERM, on
 //! which it stops its own children. Dropping a [`DemoProcess`] sends SIGTERM and waits for it.
@@ -11,13 +11,14 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::test_lab::workspace_binary;
+use lab::binaries::LAB_CLI;
 
 /// How long the demo may take to print its document.
 const READY_WAIT: Duration = Duration::from_secs(300);
 /// How long the demo may take to stop its children after SIGTERM.
 const STOP_WAIT: Duration = Duration::from_secs(60);
 
-/// A running `pvefleet demo`.
+/// A running `pvefleet-lab demo`.
 pub struct DemoProcess {
     child: Option<Child>,
     /// The document it printed when ready.
@@ -27,7 +28,7 @@ pub struct DemoProcess {
 impl DemoProcess {
     /// Starts the demo in `dir` (new or empty) with `extra` arguments and waits for its document.
     pub async fn start(dir: &Path, extra: &[&str]) -> DemoProcess {
-        let mut child = Command::new(workspace_binary("pvefleet"))
+        let mut child = Command::new(workspace_binary(LAB_CLI))
             .args(["--output", "json", "demo", "--task-speed", "100", "--dir"])
             .arg(dir)
             .args(extra)
@@ -37,7 +38,7 @@ impl DemoProcess {
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
-            .expect("start pvefleet demo");
+            .expect("start pvefleet-lab demo");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
         let mut text = String::new();
@@ -55,7 +56,7 @@ impl DemoProcess {
             Ok(Some(doc)) => doc,
             other => {
                 stop(&mut child).await;
-                panic!("pvefleet demo printed no ready document ({other:?})");
+                panic!("pvefleet-lab demo printed no ready document ({other:?})");
             }
         };
         // Keep draining stdout so the demo never blocks on a full pipe.

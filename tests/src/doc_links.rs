@@ -4,7 +4,7 @@
 
 /// The workspace's top-level folders: a backticked path that starts with one of them is a
 /// path of this repository (others, such as PVE's `src/PVE/HA/Manager.pm`, are not ours).
-pub const TOP: [&str; 17] = [
+pub const TOP: [&str; 18] = [
     "bootstrap",
     "cli",
     "client",
@@ -14,6 +14,7 @@ pub const TOP: [&str; 17] = [
     "examples",
     "fleet",
     "lab",
+    "lab-cli",
     "node-agent",
     "packaging",
     "protocol",

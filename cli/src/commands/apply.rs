@@ -53,8 +53,12 @@ pub(crate) fn refused(path: &Path, error: SpecFileError) -> CliError {
     }
 }
 
-/// Reads and validates a fleet file (`[[pool]]`, `[[vmid_range]]`, `[[vip]]`, `[[vm]]`).
-pub(crate) fn read_fleet_file(path: &Path) -> Result<FleetSpecFile, CliError> {
+/// Reads and validates a fleet file (`[[pool]]`, `[[vmid_range]]`, `[[vip]]`, `[[vm]]`); `-`
+/// is standard input.
+///
+/// # Errors
+/// [`CliError::ReadFile`] (exit 2) or [`CliError::SpecFile`] (exit 3) naming the file.
+pub fn read_fleet_file(path: &Path) -> Result<FleetSpecFile, CliError> {
     let text = read_input(path)?;
     parse_fleet_file(&text).map_err(|e| refused(path, e))
 }

@@ -40,7 +40,7 @@ impl Render for DashboardLink {
 }
 
 /// The login link of `token` on the dashboard at `base` (`https://host:port`).
-pub(crate) fn login_url(base: &str, token: &str) -> String {
+pub fn login_url(base: &str, token: &str) -> String {
     format!("{}/login#token={token}", base.trim_end_matches('/'))
 }
 

@@ -8,7 +8,6 @@ mod alloc;
 mod apply;
 mod cluster;
 mod dashboard;
-mod demo;
 mod doctor;
 mod events;
 mod fleet_apply;
@@ -22,14 +21,13 @@ mod rebalance;
 mod scale;
 mod session;
 mod settings;
-mod shutdown_signal;
-mod sim;
-mod sim_report;
 mod token;
 mod vip;
 mod vm;
 
 pub use admin::default_out_dir;
+pub use apply::read_fleet_file;
+pub use dashboard::login_url;
 pub use member::join_command;
 pub(crate) use session::Session;
 
@@ -53,8 +51,6 @@ pub(crate) async fn dispatch(session: &mut Session<'_>, command: &Command) -> Re
         Command::Rebalance(c) => rebalance::run(session, c).await,
         Command::Events(a) => events::run(session, a).await,
         Command::Alloc(c) => alloc::run(session, c).await,
-        Command::Demo(a) => demo::run(session, a).await,
-        Command::Sim(c) => sim::run(session, c).await,
         Command::Apply(a) => fleet_apply::run(session, a).await,
         Command::Doctor(a) => doctor::run(session, a).await,
     }

@@ -92,6 +92,10 @@ fn bad_arguments_are_usage_errors_with_exit_code_2() {
         &["admin", "add", "alice", "--ttl", "30"],
         &["admin", "revoke", "alice"],
         &["admin", "revoke"],
+        // Simulated fleets are the lab's program (`pvefleet-lab`), not the product's.
+        &["demo"],
+        &["sim", "run", "examples/scenarios/power-off.toml"],
+        &["sim", "chaos", "--seed", "1"],
     ] {
         let e = refused(args);
         assert_eq!(e.exit_code(), 2, "{args:?}: {e}");

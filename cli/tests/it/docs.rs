@@ -39,10 +39,14 @@ fn the_man_page_documents_every_subcommand_on_one_page() {
         "events",
         "alloc vmid",
         "alloc release",
-        "demo",
     ] {
         let heading = format!(".SS \"pvefleet {sub}\"");
         assert!(cli.contains(&heading), "{heading} missing:\n{cli}");
+    }
+    // Simulated fleets are the lab package's (`pvefleet-lab demo`, `pvefleet-lab sim ...`).
+    for sub in ["demo", "sim run", "sim chaos"] {
+        let heading = format!(".SS \"pvefleet {sub}\"");
+        assert!(!cli.contains(&heading), "{heading} is the lab's:\n{cli}");
     }
     // Hidden flags stay hidden; no page is referred to that is not shipped.
     assert!(!cli.contains("\\-\\-generate"), "{cli}");

@@ -1,17 +1,17 @@
 //! Where a scenario's processes live. Partitions are nftables rules by address
 //! ([`crate::partition`]); they must touch nothing but the scenario, so every process of a
-//! run lives in a private network namespace. `pvefleet sim run` not yet inside one re-executes
+//! run lives in a private network namespace. `pvefleet-lab sim run` not yet inside one re-executes
 //! itself under `unshare --net` (root) or `unshare --net --map-root-user` (not root), with
 //! [`ENV`] naming the method; inside, it brings `lo` up (`ip link set lo up`) and gives host N
 //! the address 127.0.1.N. When neither works the run stays in the machine's namespace and a
 //! scenario with partition events is refused with an honest message.
 //!
 //! ```text
-//!  pvefleet sim run F ─ ENV set? ─ yes ─▶ ip link set lo up ─▶ run (links cut by nftables)
-//!                       │ no
-//!                       ├─ unshare --net true ok ─────────────▶ re-exec under unshare --net
-//!                       ├─ unshare --net --map-root-user true ok ▶ re-exec under it
-//!                       └─ neither ─▶ run here, partitions refused
+//!  pvefleet-lab sim run F ─ ENV set? ─ yes ─▶ ip link set lo up ─▶ run (links cut by nftables)
+//!                           │ no
+//!                           ├─ unshare --net true ok ─────────────▶ re-exec under unshare --net
+//!                           ├─ unshare --net --map-root-user true ok ▶ re-exec under it
+//!                           └─ neither ─▶ run here, partitions refused
 //! ```
 
 use std::ffi::OsString;

@@ -1,4 +1,4 @@
-//! The HA scenario runner behind `pvefleet sim run FILE`: a scenario file (a fleet, events at
+//! The HA scenario runner behind `pvefleet-lab sim run FILE`: a scenario file (a fleet, events at
 //! times, expectations) played against real coordinator and agent processes with simulated
 //! PVE, started by [`crate::Lab`]; a timeline of what happened, safety invariants checked on
 //! every sample, expectations judged, recovery figures measured. docs/scenarios.md describes

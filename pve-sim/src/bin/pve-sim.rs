@@ -2,13 +2,17 @@
 //!
 //! `pve-sim serve` binds the listener(s), writes the certificate, the first API token and the
 //! root password into the state directory, prints one JSON line when ready and serves until
-//! Ctrl-C or SIGTERM. `pve-sim print-config` prints the default configuration as TOML.
+//! Ctrl-C or SIGTERM. `pve-sim print-config` prints the default configuration as TOML. The
+//! hidden `--generate man|complete-bash|complete-zsh` prints its man page or a completion
+//! script (for the lab package).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use daemon::generate::{self, Generate, ManExtras};
 use pve_sim::server::{CertSource, Server, ServerConfig, TlsIdentity};
 use pve_sim::{Sim, SimConfig};
 use tokio_util::sync::CancellationToken;
@@ -16,9 +20,22 @@ use tokio_util::sync::CancellationToken;
 #[derive(Parser)]
 #[command(name = "pve-sim", version, about = "A simulated Proxmox VE cluster")]
 struct Cli {
+    /// Print the man page or a completion script on stdout (for packaging).
+    #[arg(long, hide = true, value_enum, value_name = "KIND")]
+    generate: Option<Generate>,
     #[command(subcommand)]
     command: Command,
 }
+
+/// The man page's ENVIRONMENT and SEE ALSO.
+const MAN: ManExtras = ManExtras {
+    files: &[],
+    environment: &[(
+        "RUST_LOG",
+        "Log filter for the messages on stderr (default: warn).",
+    )],
+    see_also: &["pvefleet-lab(1)", "pvefleet-agent(1)"],
+};
 
 #[derive(Subcommand)]
 enum Command {
@@ -172,8 +189,20 @@ async fn wait_for_signal() -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
-    let cli = Cli::parse();
+fn main() -> ExitCode {
+    if let Some(kind) = generate::requested::<Cli>("generate") {
+        return generate::print(kind, Cli::command(), "pve-sim", &MAN);
+    }
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -1,5 +1,5 @@
 //! The seeded chaos campaign's smoke run in the gate (docs/chaos.md): the operator's own
-//! `pvefleet sim chaos` on a five-host fleet for 150 s of faults drawn from one seed
+//! `pvefleet-lab sim chaos` on a five-host fleet for 150 s of faults drawn from one seed
 //! (partitions one-way and both ways, flapping, link cuts, packet loss, link delays, agent and
 //! member kills, freezes and stops, power-offs, resets, clock steps, slow and failing member
 //! disks, PVE failures and locks, moves, drains), every host in a namespace of its own holding
@@ -15,7 +15,7 @@
 use std::process::Command;
 
 use lab::Binaries;
-use lab::binaries::CLI;
+use lab::binaries::LAB_CLI;
 
 /// The gate's seed.
 const SMOKE_SEED: u64 = 2027;
@@ -30,8 +30,8 @@ fn a_seeded_chaos_smoke_run_breaks_no_invariant_and_leaves_nothing_down() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(SMOKE_SEED);
     let cli = Binaries::beside_current_exe()
-        .and_then(|b| b.path(CLI))
-        .expect("the pvefleet binary");
+        .and_then(|b| b.path(LAB_CLI))
+        .expect("the pvefleet-lab binary");
     let seed_arg = seed.to_string();
     let args = [
         "sim",
@@ -46,7 +46,7 @@ fn a_seeded_chaos_smoke_run_breaks_no_invariant_and_leaves_nothing_down() {
         .args(args)
         .arg("--dry-run")
         .output()
-        .expect("pvefleet sim chaos --dry-run");
+        .expect("pvefleet-lab sim chaos --dry-run");
     assert!(dry.status.success(), "{dry:?}");
     let plan = String::from_utf8_lossy(&dry.stdout);
     let total: u32 = plan
@@ -61,9 +61,9 @@ fn a_seeded_chaos_smoke_run_breaks_no_invariant_and_leaves_nothing_down() {
     let out = Command::new(&cli)
         .args(args)
         .output()
-        .expect("pvefleet sim chaos");
+        .expect("pvefleet-lab sim chaos");
     let report = String::from_utf8_lossy(&out.stdout);
-    let replay = format!("pvefleet sim chaos --seed {seed} --duration {SMOKE_DURATION}");
+    let replay = format!("pvefleet-lab sim chaos --seed {seed} --duration {SMOKE_DURATION}");
     assert!(
         out.status.success() && report.contains("verdict: PASSED"),
         "chaos seed {seed} failed ({}); replay: {replay}\n{report}\n{}",

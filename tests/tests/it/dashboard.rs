@@ -1,4 +1,4 @@
-//! The web dashboard against the demo's fleet (`pvefleet demo`, real processes), in a real
+//! The web dashboard against the demo's fleet (`pvefleet-lab demo`, real processes), in a real
 //! headless Chromium: the demo's login link opens a session; the overview and a guest page are
 //! drawn (and photographed for docs/, light and dark); a guest is stopped from its page and seen
 //! stopped; a VIP owner and a killed host change on screen without a reload; a guest description

@@ -1,6 +1,7 @@
-//! The shipped examples stay valid: `examples/fleet.toml` (what `pvefleet demo` applies) parses
-//! and validates as the CLI reads it, holds the shapes the README promises, and every VM of it
-//! finds a host among the demo's five simulated hosts; `examples/vm.toml` parses as a VM file.
+//! The shipped examples stay valid: `examples/fleet.toml` (what `pvefleet-lab demo` applies)
+//! parses and validates as the CLI reads it, holds the shapes the README promises, and every VM
+//! of it finds a host among the demo's five simulated hosts; `examples/vm.toml` parses as a VM
+//! file.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
@@ -129,7 +130,7 @@ fn the_example_fleet_has_the_promised_shapes() {
     }
 }
 
-/// The hosts `pvefleet demo` starts, as their agents report them: pve-a.. with zone a/b in
+/// The hosts `pvefleet-lab demo` starts, as their agents report them: pve-a.. with zone a/b in
 /// turn, 16 CPUs, 64 GiB, the two simulated templates, `local` (snippets, no disk images) and
 /// `local-lvm` storages, bridge `vmbr0`.
 fn demo_hosts(n: u64) -> Vec<HostView> {

@@ -4,7 +4,7 @@
 //! duplicate VM and loses no operation; a leader SIGKILLed during reconciliation only delays
 //! convergence; a VM stopped or reconfigured behind the fleet's back is repaired; a deleted
 //! spec leaves nothing on the host; the same lifecycle works over the HTTPS and `pvesh`
-//! backends; and `pvefleet demo` brings the example fleet up and stops every process.
+//! backends; and `pvefleet-lab demo` brings the example fleet up and stops every process.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test fails by panicking
 
@@ -13,6 +13,7 @@ use std::net::IpAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use lab::binaries::LAB_CLI;
 use protocol::fleet::VmRecord;
 use pve::calls::ConfigChanges;
 use pve::calls::vm_config::ConfigView;
@@ -350,7 +351,7 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
 fn the_demo_brings_the_example_fleet_up_and_stops_every_process() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("demo");
-    let mut child = Command::new(workspace_binary("pvefleet"))
+    let mut child = Command::new(workspace_binary(LAB_CLI))
         .args(["demo", "--exit-when-ready", "--task-speed", "100", "--dir"])
         .arg(&dir)
         .env_remove("PVEFLEET_CONFIG")
@@ -373,7 +374,7 @@ fn the_demo_brings_the_example_fleet_up_and_stops_every_process() {
                 std::thread::sleep(Duration::from_millis(200));
             }
             let _ = child.kill();
-            panic!("pvefleet demo did not finish within 10 minutes");
+            panic!("pvefleet-lab demo did not finish within 10 minutes");
         }
         std::thread::sleep(Duration::from_millis(200));
     };

@@ -1,5 +1,5 @@
 //! The project's HA tests as scenario files (`tests/scenarios/*.toml`, docs/scenarios.md), each
-//! run by the operator's own runner, `pvefleet sim run FILE`: real coordinators and agents on
+//! run by the operator's own runner, `pvefleet-lab sim run FILE`: real coordinators and agents on
 //! simulated PVE clusters, in a private network namespace of the run (CI runs as root; without
 //! root the runner uses a user namespace, and a scenario that needs one fails rather than
 //! skips). A scenario passes when its invariants held on every sample and its
@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use lab::Binaries;
-use lab::binaries::CLI;
+use lab::binaries::LAB_CLI;
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios")
@@ -24,14 +24,14 @@ fn dir() -> PathBuf {
 /// which it answers.
 fn run(name: &str) -> String {
     let cli = Binaries::beside_current_exe()
-        .and_then(|b| b.path(CLI))
-        .expect("the pvefleet binary");
+        .and_then(|b| b.path(LAB_CLI))
+        .expect("the pvefleet-lab binary");
     let file = dir().join(format!("{name}.toml"));
     let out = Command::new(cli)
         .args(["sim", "run"])
         .arg(&file)
         .output()
-        .expect("pvefleet sim run");
+        .expect("pvefleet-lab sim run");
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

@@ -1,17 +1,19 @@
-//! `pvefleet demo`: a whole simulated fleet on this machine, as separate processes on loopback.
+//! `pvefleet-lab demo`: a whole simulated fleet on this machine, as separate processes on
+//! loopback.
 //!
 //! ```text
-//!  pvefleet demo ─┬─ pvefleet-coordinator init, run  (member 1)      logs/coordinator-N.log
-//!                 ├─ token create + join, run         (members 2..N)
-//!                 ├─ token create + pvefleet-agent join, run  (pve-a, pve-b, ... [pve] backend = "sim")
-//!                 ├─ apply the fleet (pools, ranges, VIPs, VMs), wait: N/M ready
-//!                 ├─ print `vm ls`, `host ls`, `vip ls`, how to point the CLI at it
-//!                 └─ Ctrl-C / SIGTERM (or --exit-when-ready): stop agents, then members; remove DIR
+//!  pvefleet-lab demo ─┬─ pvefleet-coordinator init, run  (member 1)      logs/coordinator-N.log
+//!                     ├─ token create + join, run         (members 2..N)
+//!                     ├─ token create + pvefleet-agent join, run  (pve-a, pve-b, ... [pve] backend = "sim")
+//!                     ├─ apply the fleet (pools, ranges, VIPs, VMs), wait: N/M ready
+//!                     ├─ print `pvefleet vm ls`, `host ls`, `vip ls`, how to point the CLI at it
+//!                     └─ Ctrl-C / SIGTERM (or --exit-when-ready): stop agents, then members; remove DIR
 //! ```
 //!
 //! Narration goes to standard error; the listings and the instructions go to standard output
 //! (with `--output json`, one document describing the running demo instead). The processes
-//! are the `lab` launcher's; the demo adds the fleet, the narration and the report.
+//! are the `lab` launcher's; the demo adds the fleet, the narration and the report. The
+//! listings are the operator CLI's own commands (`cli::run`), run against the demo's cluster.
 
 mod error;
 mod fleet;
@@ -28,9 +30,10 @@ use protocol::spec::FleetSpecFile;
 
 use super::Session;
 use super::shutdown_signal::shutdown_signal;
-use crate::args::{Cli, Command, DemoArgs};
-use crate::exit::CliError;
-use crate::output::{OutputFormat, json};
+use crate::args::DemoArgs;
+use crate::error::LabCliError;
+use cli::output::json;
+use cli::{Cli, CliError};
 use client::AdminClient;
 use error::DemoError;
 use lab::{Binaries, HostOptions, Lab, LabOptions};
@@ -46,7 +49,7 @@ const VOTERS_WAIT: Duration = Duration::from_secs(120);
 const HOSTS_WAIT: Duration = Duration::from_secs(120);
 
 /// Runs the demo until Ctrl-C (or until ready with `--exit-when-ready`).
-pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<(), CliError> {
+pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<(), LabCliError> {
     check_args(args)?;
     let fleet = fleet::load(args.file.as_deref())?;
     let bins = Binaries::beside_current_exe().map_err(DemoError::from)?;
@@ -57,7 +60,7 @@ pub(crate) async fn run(session: &mut Session<'_>, args: &DemoArgs) -> Result<()
     options.dashboard = true;
     let mut demo = Lab::new(options).map_err(DemoError::from)?;
     eprintln!(
-        "pvefleet demo: {} and {} on 127.0.0.1\n  state: {}\n  logs:  {}",
+        "pvefleet-lab demo: {} and {} on 127.0.0.1\n  state: {}\n  logs:  {}",
         plural(args.coordinators, "coordinator"),
         plural(args.hosts, "simulated PVE host"),
         demo.layout().root.display(),
@@ -269,7 +272,7 @@ async fn show(
     bins: &Binaries,
     fleet: &FleetSpecFile,
     keeps_running: bool,
-) -> Result<(), CliError> {
+) -> Result<(), LabCliError> {
     let pids: Vec<Option<u32>> = (0..demo.members().len())
         .map(|i| demo.pid(lab::Part::Member(i)))
         .collect();
@@ -300,20 +303,20 @@ async fn show(
         vips: fleet.vip.iter().map(|v| v.name.clone()).collect(),
         dashboard: dashboard(demo).await,
     };
-    if session.cli.output == OutputFormat::Json {
-        let text = json(&ready).map_err(|e| CliError::Output(e.to_string()))?;
-        return write_out(session, &text);
+    if session.json() {
+        let text = json(&ready).map_err(|e| LabCliError::Output(e.to_string()))?;
+        return session.write(&text);
     }
     let config = demo.cli_config();
-    write_out(session, "\n$ pvefleet vm ls\n")?;
+    session.write("\n$ pvefleet vm ls\n")?;
     listing(session, &config, &["vm", "ls"]).await?;
-    write_out(session, "\n$ pvefleet host ls\n")?;
+    session.write("\n$ pvefleet host ls\n")?;
     listing(session, &config, &["host", "ls"]).await?;
     if !fleet.vip.is_empty() {
-        write_out(session, "\n$ pvefleet vip ls\n")?;
+        session.write("\n$ pvefleet vip ls\n")?;
         listing(session, &config, &["vip", "ls"]).await?;
     }
-    write_out(session, &format!("\n{}", ready.instructions(keeps_running)))
+    session.write(&format!("\n{}", ready.instructions(keeps_running)))
 }
 
 /// Coordinator 1's dashboard with a one-time login link (an hour to use it), and the last
@@ -344,39 +347,26 @@ async fn dashboard(demo: &mut Lab) -> Option<DashboardInfo> {
     let last = demo.agents().len().checked_sub(1)?;
     let host = demo.agents().get(last)?.host.clone();
     Some(DashboardInfo {
-        login: super::dashboard::login_url(&base, &token),
+        login: cli::login_url(&base, &token),
         base,
         host_pid: demo.pid(lab::Part::Agent(last)),
         host,
     })
 }
 
-/// Runs one CLI command against the demo's cluster as a table on the session's output.
-async fn listing(session: &mut Session<'_>, config: &Path, words: &[&str]) -> Result<(), CliError> {
+/// Runs one `pvefleet` listing (`vm ls`, `host ls`, `vip ls`) against the demo's cluster, as
+/// a table on the session's output: the operator CLI's own command, through its library.
+async fn listing(
+    session: &mut Session<'_>,
+    config: &Path,
+    words: &[&str],
+) -> Result<(), LabCliError> {
     let mut argv: Vec<OsString> = vec!["pvefleet".into(), "--config".into(), config.into()];
     argv.extend(["--output", "table", "--timeout", "30"].map(OsString::from));
     argv.extend(words.iter().map(OsString::from));
     let cli = Cli::try_parse_from(argv).map_err(|e| CliError::Usage(e.to_string()))?;
-    let mut sub = Session::new(&cli, &mut *session.out, protocol::time::Now::read().millis);
-    // The two listings only: the demo never dispatches a command that could be itself.
-    let result = match &cli.command {
-        Command::Vm(c) => super::vm::run(&mut sub, c).await,
-        Command::Host(c) => super::host::run(&mut sub, c).await,
-        Command::Vip(c) => super::vip::run(&mut sub, c).await,
-        _ => Err(CliError::Usage(format!(
-            "the demo lists VMs, hosts and VIPs only, not {words:?}"
-        ))),
-    };
-    sub.finish().await;
-    result
-}
-
-fn write_out(session: &mut Session<'_>, text: &str) -> Result<(), CliError> {
-    session
-        .out
-        .write_all(text.as_bytes())
-        .and_then(|()| session.out.flush())
-        .map_err(|e| CliError::Output(e.to_string()))
+    cli::run(&cli, &mut *session.out, protocol::time::Now::read().millis).await?;
+    Ok(())
 }
 
 /// Waits for Ctrl-C or SIGTERM, warning once about each child that exits meanwhile.

@@ -9,8 +9,8 @@ use protocol::fleet::{VmPhase, VmRecord};
 use protocol::spec::{DesiredState, FleetSpecFile, VmSpec};
 
 use super::error::DemoError;
-use crate::commands::apply::{read_fleet_file, refused};
-use crate::exit::CliError;
+use crate::error::LabCliError;
+use cli::{CliError, read_fleet_file};
 use client::AdminClient;
 use protocol::spec::parse_fleet_file;
 
@@ -20,12 +20,15 @@ pub(crate) const EXAMPLE_FLEET: &str = include_str!("../../../../examples/fleet.
 
 /// The fleet file to apply: `file`, or the shipped example. Refused before anything starts
 /// if it is not valid.
-pub(crate) fn load(file: Option<&Path>) -> Result<FleetSpecFile, CliError> {
-    match file {
+pub(crate) fn load(file: Option<&Path>) -> Result<FleetSpecFile, LabCliError> {
+    let fleet = match file {
         Some(path) => read_fleet_file(path),
-        None => parse_fleet_file(EXAMPLE_FLEET)
-            .map_err(|e| refused(&PathBuf::from("examples/fleet.toml (built in)"), e)),
-    }
+        None => parse_fleet_file(EXAMPLE_FLEET).map_err(|error| CliError::SpecFile {
+            path: PathBuf::from("examples/fleet.toml (built in)"),
+            error,
+        }),
+    };
+    fleet.map_err(LabCliError::from)
 }
 
 /// Applies every entry, resources first so the VMs' references resolve.

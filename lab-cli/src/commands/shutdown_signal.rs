@@ -1,4 +1,5 @@
-//! The operator's way to end a long-running command (`demo`, `sim run`): Ctrl-C or SIGTERM.
+//! The operator's way to end a long-running command (`demo`, `sim run`, `sim chaos`): Ctrl-C
+//! or SIGTERM.
 
 /// Completes on the first SIGINT (Ctrl-C) or SIGTERM; never if neither can be watched.
 pub(crate) async fn shutdown_signal() {

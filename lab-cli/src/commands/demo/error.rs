@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::exit::CliError;
+use crate::error::LabCliError;
 use client::ClientError;
 use lab::LabError;
 
-/// A failure of `pvefleet demo`.
+/// A failure of `pvefleet-lab demo`.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum DemoError {
     /// An argument combination clap cannot check.
@@ -40,12 +40,12 @@ pub(crate) enum DemoError {
     },
 }
 
-impl From<DemoError> for CliError {
-    fn from(e: DemoError) -> CliError {
+impl From<DemoError> for LabCliError {
+    fn from(e: DemoError) -> LabCliError {
         match e {
-            DemoError::Client(e) | DemoError::Lab(LabError::Client(e)) => CliError::Client(e),
-            DemoError::Usage(message) => CliError::Usage(message),
-            other => CliError::Demo(other.to_string()),
+            DemoError::Client(e) | DemoError::Lab(LabError::Client(e)) => LabCliError::Client(e),
+            DemoError::Usage(message) => LabCliError::Usage(message),
+            other => LabCliError::Demo(other.to_string()),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `pvefleet sim run --report FILE`: the outcome of a scenario kept as a JSON file, for the web
+//! `pvefleet-lab sim run --report FILE`: the outcome of a scenario kept as a JSON file, for the web
 //! dashboard (it lists the reports of its `scenario_dir`, newest first) and for scripts. Written
 //! to a temporary file beside it and renamed, so a reader never sees half a report.
 

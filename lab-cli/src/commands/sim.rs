@@ -1,6 +1,7 @@
-//! `pvefleet sim run FILE [--keep DIR]`: an HA scenario against real coordinator and agent
+//! `pvefleet-lab sim run FILE [--keep DIR]`: an HA scenario against real coordinator and agent
 //! processes with simulated PVE (the `lab` crate's scenario runner), so an operator can try a
-//! failure before it happens.
+//! failure before it happens; `pvefleet-lab sim chaos --seed S`: a seeded campaign of random
+//! faults, run as a scenario.
 //!
 //! ```text
 //!  FILE ─load─▶ Scenario (bad file: exit 2)
@@ -23,14 +24,16 @@ use tokio::sync::watch;
 use super::Session;
 use super::shutdown_signal::shutdown_signal;
 use crate::args::{SimChaosArgs, SimCommand, SimRunArgs};
-use crate::exit::CliError;
-use crate::output::OutputFormat;
+use crate::error::LabCliError;
 
 /// The children's log filter (their logs go to the lab's `logs/`).
 const CHILD_LOG: &str = "info";
 
 /// Runs a `sim` subcommand.
-pub(crate) async fn run(session: &mut Session<'_>, command: &SimCommand) -> Result<(), CliError> {
+pub(crate) async fn run(
+    session: &mut Session<'_>,
+    command: &SimCommand,
+) -> Result<(), LabCliError> {
     match command {
         SimCommand::Run(args) => run_file(session, args).await,
         SimCommand::Chaos(args) => run_chaos(session, args).await,
@@ -57,10 +60,10 @@ impl Observer for Printer<'_> {
     }
 }
 
-async fn run_file(session: &mut Session<'_>, args: &SimRunArgs) -> Result<(), CliError> {
+async fn run_file(session: &mut Session<'_>, args: &SimRunArgs) -> Result<(), LabCliError> {
     let shown = args.file.display().to_string();
     let scenario =
-        lab::scenario::load(&args.file).map_err(|e| CliError::Usage(format!("{shown}: {e}")))?;
+        lab::scenario::load(&args.file).map_err(|e| LabCliError::Usage(format!("{shown}: {e}")))?;
     let how = How {
         shown,
         keep: args.keep.clone(),
@@ -71,23 +74,23 @@ async fn run_file(session: &mut Session<'_>, args: &SimRunArgs) -> Result<(), Cl
 
 /// `sim chaos`: the seed's campaign as a scenario, run as `sim run` runs a file; a failing
 /// run says how to replay it.
-async fn run_chaos(session: &mut Session<'_>, args: &SimChaosArgs) -> Result<(), CliError> {
+async fn run_chaos(session: &mut Session<'_>, args: &SimChaosArgs) -> Result<(), LabCliError> {
     let schedule = lab::chaos::draw(args.seed, args.duration);
     let text = schedule.scenario_text();
     let replay = format!(
-        "pvefleet sim chaos --seed {} --duration {}s",
+        "pvefleet-lab sim chaos --seed {} --duration {}s",
         args.seed,
         schedule.duration.as_secs()
     );
     let scenario = lab::scenario::parse(&text)
-        .map_err(|e| CliError::Usage(format!("chaos seed {}: {e}", args.seed)))?;
+        .map_err(|e| LabCliError::Usage(format!("chaos seed {}: {e}", args.seed)))?;
     if args.dry_run {
         let shown = format!("{text}\n# faults by kind\n{}", schedule.figures());
-        return write(session, &shown);
+        return session.write(&shown);
     }
     if let Some(path) = &args.scenario_out {
         std::fs::write(path, &text)
-            .map_err(|e| CliError::Output(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| LabCliError::Output(format!("cannot write {}: {e}", path.display())))?;
     }
     if Isolation::from_env().is_some() {
         eprintln!(
@@ -124,14 +127,14 @@ async fn run_scenario(
     session: &mut Session<'_>,
     scenario: &lab::scenario::Scenario,
     how: &How,
-) -> Result<(), CliError> {
+) -> Result<(), LabCliError> {
     let shown = how.shown.clone();
     let isolation = match Isolation::from_env() {
         Some(isolation) => {
             if isolation.partitions() {
                 isolation::prepare()
                     .await
-                    .map_err(|e| CliError::Usage(e.to_string()))?;
+                    .map_err(|e| LabCliError::Usage(e.to_string()))?;
             }
             isolation
         }
@@ -140,16 +143,16 @@ async fn run_scenario(
             Err(why) => Isolation::Shared { why },
         },
     };
-    let binaries = Binaries::beside_current_exe().map_err(|e| CliError::Usage(e.to_string()))?;
+    let binaries = Binaries::beside_current_exe().map_err(|e| LabCliError::Usage(e.to_string()))?;
     let options = RunOptions {
         binaries,
         keep: how.keep.clone(),
         isolation: isolation.clone(),
         log_filter: CHILD_LOG.to_string(),
     };
-    let json = session.cli.output == OutputFormat::Json;
+    let json = session.json();
     if !json {
-        write(session, &report::header(scenario, &isolation.describe()))?;
+        session.write(&report::header(scenario, &isolation.describe()))?;
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let signals = tokio::spawn(async move {
@@ -169,33 +172,33 @@ async fn run_scenario(
     ))
     .await;
     signals.abort();
-    let outcome = result.map_err(|e| CliError::Usage(format!("{shown}: {e}")))?;
+    let outcome = result.map_err(|e| LabCliError::Usage(format!("{shown}: {e}")))?;
     if let Some(path) = &how.report {
-        let doc = report::json(&outcome).map_err(|e| CliError::Output(e.to_string()))? + "\n";
+        let doc = report::json(&outcome).map_err(|e| LabCliError::Output(e.to_string()))? + "\n";
         super::sim_report::write_report(path, &doc).map_err(|e| {
-            CliError::Output(format!(
+            LabCliError::Output(format!(
                 "cannot write the scenario report {}: {e}",
                 path.display()
             ))
         })?;
     }
     let text = if json {
-        report::json(&outcome).map_err(|e| CliError::Output(e.to_string()))? + "\n"
+        report::json(&outcome).map_err(|e| LabCliError::Output(e.to_string()))? + "\n"
     } else {
         report::verdict(&outcome)
     };
-    write(session, &text)?;
+    session.write(&text)?;
     verdict(&outcome)
 }
 
 /// Exit 1 with a one-line summary when the scenario did not pass.
-fn verdict(outcome: &Outcome) -> Result<(), CliError> {
+fn verdict(outcome: &Outcome) -> Result<(), LabCliError> {
     if outcome.passed() {
         return Ok(());
     }
     let unmet = outcome.expectations.iter().filter(|e| !e.met).count();
     let unplayed = outcome.events.iter().filter(|e| e.error.is_some()).count();
-    Err(CliError::Demo(format!(
+    Err(LabCliError::Scenario(format!(
         "scenario {} failed: {} violation(s), {unmet} unmet expectation(s), {unplayed} event(s) \
          not played{}",
         outcome.scenario,
@@ -209,29 +212,21 @@ fn verdict(outcome: &Outcome) -> Result<(), CliError> {
 }
 
 /// Runs this command again in a private network namespace and ends as it ended.
-async fn reexec(method: &isolation::Method) -> Result<(), CliError> {
+async fn reexec(method: &isolation::Method) -> Result<(), LabCliError> {
     let status = isolation::reexec(method)
         .await
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+        .map_err(|e| LabCliError::Usage(e.to_string()))?;
     let how = method.describe();
     match status.code() {
         Some(0) => Ok(()),
-        Some(2) => Err(CliError::Usage(format!(
+        Some(2) => Err(LabCliError::Usage(format!(
             "the scenario could not run (in a private network namespace, {how})"
         ))),
-        Some(code) => Err(CliError::Demo(format!(
+        Some(code) => Err(LabCliError::Scenario(format!(
             "the scenario failed (run in a private network namespace, {how}; exit status {code})"
         ))),
-        None => Err(CliError::Demo(format!(
+        None => Err(LabCliError::Scenario(format!(
             "the scenario's run ({how}) ended by a signal ({status})"
         ))),
     }
-}
-
-fn write(session: &mut Session<'_>, text: &str) -> Result<(), CliError> {
-    session
-        .out
-        .write_all(text.as_bytes())
-        .and_then(|()| session.out.flush())
-        .map_err(|e| CliError::Output(e.to_string()))
 }
