@@ -50,12 +50,14 @@ test: pyenv faketime browser-deps disk-fault
 			-- $(PACKAGE_TEST_SKIP); \
 	fi
 
-# The package installed, run, upgraded and purged in booted bookworm and trixie containers
-# (tests/tests/packaging.rs; root only). Alone and after the other tests: it builds the
-# release package and boots containers, which would slow everything running beside it.
+# The packages installed, run, upgraded and purged in booted bookworm and trixie containers,
+# and their contents checked (the product's programs carry no simulator; tests/tests/packaging.rs;
+# root only). Alone and after the other tests: it builds the packages and boots containers,
+# which would slow everything running beside it.
 # The Debian roots are cached in target/debootstrap/ between runs.
 # (Without nextest, `cargo test` cannot leave out a test binary: its tests are skipped by name.)
 PACKAGE_TEST_SKIP := --skip the_package_installs_runs_upgrades --skip a_failing_step_still_powers_off \
+	--skip the_product_package_holds_no_simulator --skip the_packaged_agent_carries_no_simulator \
 	--skip a_fleet_upgraded_part_by_part
 # It packages the binaries the tests just built (DEB_PROFILE=dev): what it checks is the
 # package, its units and scripts, not the code's speed, and an optimised second build of the
@@ -149,9 +151,14 @@ chaos: faketime disk-fault
 clean-pyenv:
 	rm -rf $(PYENV)
 
-# The Debian package (packaging/README.md): release binaries, their man pages and completions
-# (from each binary's hidden `--generate`), a changelog entry for this version, then cargo-deb
-# with the metadata of coordinator/Cargo.toml -> target/debian/pvefleet_<version>_<arch>.deb.
+# The Debian packages (packaging/README.md): release binaries, their man pages and completions
+# (from each binary's hidden `--generate`), a changelog entry for this version, then cargo-deb:
+# - the product, with the metadata of coordinator/Cargo.toml
+#   -> target/debian/pvefleet_<version>_<arch>.deb (no simulator in it);
+# - the lab, with the metadata of lab-cli/Cargo.toml
+#   -> target/debian/pvefleet-lab_<version>_<arch>.deb (`pvefleet-lab`, `pve-sim`, `pvesh-sim`),
+#   whose Depends is then narrowed to `pvefleet (= <version>)`: cargo-deb cannot write a version
+#   into it, so the package is unpacked, its control file edited and packed again.
 # DEB_VERSION=V builds version V (e.g. 0.1.0-2) instead of the crate's <version>-1.
 DEB_VERSION ?=
 # The Cargo profile of the packaged binaries (`release`; the package test uses `dev`).
@@ -159,15 +166,20 @@ DEB_PROFILE ?= release
 DEB_BIN_DIR := target/$(if $(filter dev test,$(DEB_PROFILE)),debug,$(DEB_PROFILE))
 DEB_GEN := target/packaging
 DEB_BINS := pvefleet pvefleet-coordinator pvefleet-agent
+# The lab package's programs with a man page and completions (`pvesh-sim` mimics pvesh's own
+# argument syntax and has neither).
+DEB_LAB_BINS := pvefleet-lab pve-sim
 DEB_MAINTAINER := pvefleet maintainers <maintainers@users.noreply.a-seed-ddbd7c15.example>
 
 deb:
 	@# The product's packages alone: a workspace build would unify in the features the tests
 	@# crate turns on (the coordinator's fault points).
 	$(CARGO) build --profile $(DEB_PROFILE) --locked --bins -p coordinator -p node-agent -p cli
+	@# The lab's binaries in a build of their own, so nothing of theirs unifies into the product's.
+	$(CARGO) build --profile $(DEB_PROFILE) --locked --bins -p lab-cli -p pve-sim
 	rm -rf $(DEB_GEN)
-	mkdir -p $(DEB_GEN)/man $(DEB_GEN)/completions/bash $(DEB_GEN)/completions/zsh
-	set -euo pipefail; for bin in $(DEB_BINS); do \
+	mkdir -p $(DEB_GEN)/man $(DEB_GEN)/completions/bash $(DEB_GEN)/completions/zsh $(DEB_GEN)/lab
+	set -euo pipefail; for bin in $(DEB_BINS) $(DEB_LAB_BINS); do \
 		$(DEB_BIN_DIR)/$$bin --generate man > $(DEB_GEN)/man/$$bin.1; \
 		gzip -9n $(DEB_GEN)/man/$$bin.1; \
 		$(DEB_BIN_DIR)/$$bin --generate complete-bash > $(DEB_GEN)/completions/bash/$$bin; \
@@ -179,14 +191,32 @@ deb:
 	if [ -z "$$version" ]; then version="$$($(CARGO) pkgid -p coordinator | sed 's/.*[#@]//')-1"; fi; \
 	commit="$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"; \
 	date="$$(git log -1 --format=%cD 2>/dev/null || date -R)"; \
-	printf '%s\n' "pvefleet ($$version) unstable; urgency=medium" "" \
-		"  * Built from the pvefleet workspace at commit $$commit." "" \
-		" -- $(DEB_MAINTAINER)  $$date" > $(DEB_GEN)/changelog
+	for pkg in pvefleet pvefleet-lab; do \
+		out=$(DEB_GEN)/changelog; if [ "$$pkg" = pvefleet-lab ]; then out=$(DEB_GEN)/lab/changelog; fi; \
+		printf '%s\n' "$$pkg ($$version) unstable; urgency=medium" "" \
+			"  * Built from the pvefleet workspace at commit $$commit." "" \
+			" -- $(DEB_MAINTAINER)  $$date" > "$$out"; \
+	done
 	$(CARGO) deb -p coordinator --no-build --profile $(DEB_PROFILE) --locked $(if $(DEB_VERSION),--deb-version $(DEB_VERSION))
+	set -euo pipefail; \
+	version="$(DEB_VERSION)"; \
+	if [ -z "$$version" ]; then version="$$($(CARGO) pkgid -p lab-cli | sed 's/.*[#@]//')-1"; fi; \
+	lab="$$($(CARGO) deb -p lab-cli --no-build --profile $(DEB_PROFILE) --locked $(if $(DEB_VERSION),--deb-version $(DEB_VERSION)) | tail -n 1)"; \
+	root=$(DEB_GEN)/lab-root; rm -rf "$$root"; \
+	dpkg-deb -R "$$lab" "$$root"; \
+	sed -E -i "s/^(Depends:.*[ ,])pvefleet(,|\$$)/\1pvefleet (= $$version)\2/" "$$root/DEBIAN/control"; \
+	grep -q "^Depends:.* pvefleet (= $$version)" "$$root/DEBIAN/control" \
+		|| { echo "no pvefleet dependency to pin in $$root/DEBIAN/control" >&2; exit 1; }; \
+	dpkg-deb --root-owner-group -Zxz --build "$$root" "$$lab" >/dev/null; \
+	rm -rf "$$root"; \
+	echo "$$lab"
 
-# lintian on the newest package `make deb` built (or DEB=path): errors fail, warnings show.
+# lintian on the newest packages `make deb` built, product and lab (or DEB="path..."): errors
+# fail, warnings show.
 lint-deb:
 	set -euo pipefail; \
-	deb="$(DEB)"; \
-	if [ -z "$$deb" ]; then deb="$$(ls -t target/debian/pvefleet_*.deb | head -n 1)"; fi; \
-	lintian --fail-on error --tag-display-limit 0 "$$deb"
+	debs="$(DEB)"; \
+	if [ -z "$$debs" ]; then \
+		debs="$$(ls -t target/debian/pvefleet_*.deb | head -n 1) $$(ls -t target/debian/pvefleet-lab_*.deb | head -n 1)"; \
+	fi; \
+	for deb in $$debs; do lintian --fail-on error --tag-display-limit 0 "$$deb"; done

@@ -1,23 +1,27 @@
-//! The Debian package's static checks: its systemd units as `systemd-analyze` sees them
-//! ([`analyze`]) and the package as `make deb` builds it and lintian judges it ([`deb`]).
+//! The Debian packages' static checks: their systemd units as `systemd-analyze` sees them
+//! ([`analyze`]), the packages as `make deb` builds them and lintian judges them ([`deb`]), and
+//! what they hold: files, and no trace of the simulator in the product's programs
+//! ([`contents`]).
 //!
 //! ```text
 //!  packaging/systemd/*.service ──▶ systemd-analyze verify (temporary root with /usr/bin/<daemon>)
 //!                              ──▶ systemd-analyze security --offline ──▶ exposure score
-//!  make deb DEB_VERSION=V ──▶ target/debian/pvefleet_V_<arch>.deb ──▶ copy in target/deb-builds/
-//!                                                                  ──▶ lintian ──▶ LintianReport
+//!  make deb DEB_VERSION=V ──▶ target/debian/pvefleet{,-lab}_V_<arch>.deb ──▶ copies in target/deb-builds/
+//!                                                                        ──▶ lintian ──▶ LintianReport
+//!                                                                        ──▶ dpkg-deb -c / -x ──▶ files, traces
 //! ```
 //!
 //! The install-and-boot test (`tests/tests/packaging.rs`) builds and lints its packages with
 //! [`build_deb`] and [`lintian`]; `tests/tests/it/units.rs` runs the unit checks.
 
 pub mod analyze;
+pub mod contents;
 pub mod deb;
 
 use std::path::PathBuf;
 
 pub use analyze::{SecurityReport, VerifyReport, security, security_with_dropin, verify};
-pub use deb::{LintianReport, LintianTag, build_deb, lintian};
+pub use deb::{BuiltDebs, LintianReport, LintianTag, build_deb, lintian};
 
 /// The agent's unit (enabled by the package).
 pub const AGENT_UNIT: &str = "pvefleet-agent.service";

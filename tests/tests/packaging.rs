@@ -1,10 +1,17 @@
-//! The Debian package as an operator meets it, on both Debian releases PVE is
+//! The Debian packages as an operator meets them, on both Debian releases PVE is
 //! built on: built and linted, installed with `dpkg -i` into a booted minimal Debian
-//! (debootstrap + systemd-nspawn), the coordinator initialised and started, the agent joined
-//! in simulation mode until its host is `online`, both units active and ready with their
+//! (debootstrap + systemd-nspawn), the coordinator initialised and started, the lab package
+//! installed beside it (its programs run without PVE, no unit) and purged again, the agent
+//! joined in simulation mode until its host is `online`, both units active and ready with their
 //! watchdogs petted, then upgraded to a higher version (daemons restarted, cluster intact),
 //! removed (state and configuration kept) and purged (both gone). The container is always
 //! cleaned up, and the test proves nothing of it is left.
+//!
+//! Without a container: the product package `pvefleet` holds exactly the product's programs
+//! and none of them carries a trace of the PVE simulator or the lab launcher, while the lab
+//! package `pvefleet-lab` holds the lab's binary and the simulator, pinned to the product of
+//! the same version. The agent's share of that check is a test of its own
+//! (`the_packaged_agent_carries_no_simulator`).
 //!
 //! Runs as root (CI does); `make package-test` runs it alone. Each phase's duration and the
 //! total are printed (`--no-capture` shows them as they happen).
@@ -18,7 +25,8 @@ use protocol::admin::{ClusterStatusReply, HostStatusReply};
 use protocol::fleet::HostState;
 use pvefleet_tests::nspawn::dpkg::{control_field, installed_version, parse_depends, unsatisfied};
 use pvefleet_tests::nspawn::{Container, DebianRoot, Phases, Tool, UnitState, preflight};
-use pvefleet_tests::units::{build_deb, lintian};
+use pvefleet_tests::units::contents::{package_files, programs, simulator_traces, unpack};
+use pvefleet_tests::units::{BuiltDebs, build_deb, lintian};
 
 /// The releases PVE 8 and PVE 9 are built on.
 const SUITES: [&str; 2] = ["bookworm", "trixie"];
@@ -46,6 +54,10 @@ const PROGRAMS: [&str; 3] = [
     "/usr/bin/pvefleet-coordinator",
     "/usr/bin/pvefleet-agent",
 ];
+/// The product's programs by name, sorted: all the product package installs in /usr/bin.
+const PRODUCT_BINS: [&str; 3] = ["pvefleet", "pvefleet-agent", "pvefleet-coordinator"];
+/// The lab package's programs by name, sorted.
+const LAB_BINS: [&str; 3] = ["pve-sim", "pvefleet-lab", "pvesh-sim"];
 const UNIT_FILES: [&str; 6] = [
     "/lib/systemd/system/pvefleet-agent.service",
     "/lib/systemd/system/pvefleet-agent-guard.service",
@@ -55,9 +67,11 @@ const UNIT_FILES: [&str; 6] = [
     "/usr/lib/systemd/system/pvefleet-coordinator.service",
 ];
 
-/// The two packages of the run, built once for both suites.
+/// The packages of the run, built once for both suites: the product at two versions, and the
+/// lab package of the first.
 struct Debs {
     first: PathBuf,
+    first_lab: PathBuf,
     first_version: String,
     upgrade: PathBuf,
     upgrade_version: String,
@@ -137,6 +151,114 @@ fn a_failing_step_still_powers_off_and_removes_the_container() {
     );
 }
 
+/// The shipped product holds no simulator: `make deb` builds two packages, the product
+/// `pvefleet` with exactly the product's programs (no `pve-sim`, `pvesh-sim` or `pvefleet-lab`
+/// anywhere in it) and the lab `pvefleet-lab` with the lab's binary and the simulator, no unit
+/// and no configuration, pinned to the product of its version. The packaged `pvefleet` and
+/// `pvefleet-coordinator` carry no trace of the simulator or the lab launcher (the agent:
+/// `the_packaged_agent_carries_no_simulator`), and the lab's programs do: the traces are
+/// detectable in the stripped programs cargo-deb packages.
+#[test]
+fn the_product_package_holds_no_simulator_and_the_lab_package_holds_it() {
+    if let Err(e) = preflight(&[Tool::CargoDeb, Tool::DpkgDeb]) {
+        panic!("{e}");
+    }
+    let version = format!("{}-1", env!("CARGO_PKG_VERSION"));
+    let debs = build_deb(&version);
+
+    let product = package_files(&debs.product);
+    assert_eq!(
+        programs(&product),
+        PRODUCT_BINS,
+        "{}: /usr/bin must hold the product's programs and nothing else",
+        debs.product.display()
+    );
+    let stray: Vec<&String> = product
+        .iter()
+        .filter(|f| {
+            ["pve-sim", "pvesh-sim", "pvefleet-lab"]
+                .iter()
+                .any(|n| f.contains(n))
+        })
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "the product package ships the lab's files: {stray:#?}"
+    );
+
+    let lab = package_files(&debs.lab);
+    assert_eq!(programs(&lab), LAB_BINS, "{}", debs.lab.display());
+    for expected in [
+        "/usr/share/man/man1/pvefleet-lab.1.gz",
+        "/usr/share/man/man1/pve-sim.1.gz",
+        "/usr/share/bash-completion/completions/pvefleet-lab",
+        "/usr/share/zsh/vendor-completions/_pvefleet-lab",
+        "/usr/share/doc/pvefleet-lab/copyright",
+    ] {
+        assert!(
+            lab.iter().any(|f| f == expected),
+            "{expected} missing from the lab package: {lab:#?}"
+        );
+    }
+    let service: Vec<&String> = lab
+        .iter()
+        .filter(|f| f.contains("systemd") || f.starts_with("/etc/"))
+        .collect();
+    assert!(
+        service.is_empty(),
+        "the lab package installs units or configuration: {service:#?}"
+    );
+    let depends = control_field(&debs.lab, "Depends");
+    assert!(
+        depends.contains(&format!("pvefleet (= {version})")),
+        "the lab package must depend on the product of its own version: {depends}"
+    );
+
+    let product_dir = unpack(&debs.product);
+    for program in ["pvefleet", "pvefleet-coordinator"] {
+        let traces = traces_in(product_dir.path(), program);
+        assert!(
+            traces.is_empty(),
+            "the packaged {program} links the simulator or the lab (found {traces:?}): the \
+             product's crates must not depend on `lab` or `pve-sim`"
+        );
+    }
+    let lab_dir = unpack(&debs.lab);
+    for (program, expected) in [("pvefleet-lab", "lab/src/"), ("pve-sim", "pve-sim/src/")] {
+        let traces = traces_in(lab_dir.path(), program);
+        assert!(
+            traces.contains(&expected),
+            "the check is blind: the packaged {program} shows no {expected:?} (found \
+             {traces:?}), so the product's programs would pass whatever they link"
+        );
+    }
+}
+
+/// The packaged agent carries no trace of the simulator either. Its own test: it fails while
+/// the agent still links `pve-sim` (its `backend = "sim"`), which the agent's change away from
+/// an in-process simulator removes.
+#[test]
+fn the_packaged_agent_carries_no_simulator() {
+    if let Err(e) = preflight(&[Tool::CargoDeb, Tool::DpkgDeb]) {
+        panic!("{e}");
+    }
+    let debs = build_deb(&format!("{}-1", env!("CARGO_PKG_VERSION")));
+    let dir = unpack(&debs.product);
+    let traces = traces_in(dir.path(), "pvefleet-agent");
+    assert!(
+        traces.is_empty(),
+        "the packaged pvefleet-agent links the simulator (found {traces:?}): the shipped agent \
+         must not depend on `pve-sim`"
+    );
+}
+
+/// The simulator's traces in the program `name` of a package unpacked in `root`.
+fn traces_in(root: &Path, name: &str) -> Vec<&'static str> {
+    let path = root.join("usr/bin").join(name);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    simulator_traces(&bytes)
+}
+
 fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
     panic
         .downcast_ref::<String>()
@@ -146,21 +268,28 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// `make deb` twice (the workspace version, then with [`UPGRADE_SUFFIX`]) and lintian on the
-/// first: no error-level tag; warnings are printed for the note.
+/// first's two packages: no error-level tag; warnings are printed for the note.
 fn build_debs(p: &mut Phases) -> Debs {
     let first_version = format!("{}-1", env!("CARGO_PKG_VERSION"));
-    let first = p.run("make deb", || build_deb(&first_version));
-    let report = p.run("lintian", || lintian(&first));
-    eprintln!("lintian {}:\n{}", first.display(), report.output);
-    assert!(
-        report.success && report.errors().is_empty(),
-        "lintian found errors in {}: {:#?}",
-        first.display(),
-        report.errors()
-    );
+    let BuiltDebs {
+        product: first,
+        lab: first_lab,
+    } = p.run("make deb", || build_deb(&first_version));
+    for deb in [&first, &first_lab] {
+        let report = p.run("lintian", || lintian(deb));
+        eprintln!("lintian {}:\n{}", deb.display(), report.output);
+        assert!(
+            report.success && report.errors().is_empty(),
+            "lintian found errors in {}: {:#?}",
+            deb.display(),
+            report.errors()
+        );
+    }
     p.run("no fault points", || no_fault_points(&first));
     let upgrade_version = format!("{}{UPGRADE_SUFFIX}", env!("CARGO_PKG_VERSION"));
-    let upgrade = p.run("make deb (upgrade version)", || build_deb(&upgrade_version));
+    let upgrade = p
+        .run("make deb (upgrade version)", || build_deb(&upgrade_version))
+        .product;
     let newer = std::process::Command::new("dpkg")
         .args(["--compare-versions", &upgrade_version, "gt", &first_version])
         .status()
@@ -171,6 +300,7 @@ fn build_debs(p: &mut Phases) -> Debs {
     );
     Debs {
         first,
+        first_lab,
         first_version,
         upgrade,
         upgrade_version,
@@ -180,14 +310,7 @@ fn build_debs(p: &mut Phases) -> Debs {
 /// The packaged coordinator was built without the `fault-points` feature: its hidden
 /// `--abort-after-commit` is nowhere in the binary (the tests' workspace build has it).
 fn no_fault_points(deb: &Path) {
-    let dir = tempfile::tempdir().expect("a directory");
-    let status = std::process::Command::new("dpkg-deb")
-        .arg("-x")
-        .arg(deb)
-        .arg(dir.path())
-        .status()
-        .expect("dpkg-deb runs");
-    assert!(status.success(), "dpkg-deb -x {}", deb.display());
+    let dir = unpack(deb);
     let bin = dir.path().join("usr/bin/pvefleet-coordinator");
     let bytes = std::fs::read(&bin).expect("the packaged coordinator");
     for needle in ["abort-after-commit", "fault point: aborting"] {
@@ -209,6 +332,7 @@ fn suite_lifecycle(suite: &str, debs: &Debs) -> String {
     let container = p.run("boot", || Container::boot(copy, &name));
     let footprint = container.footprint();
     p.run("dpkg -i", || install(&container, debs));
+    p.run("lab package", || lab_package(&container, debs));
     p.run("units before join", || units_before_join(&container));
     let cluster_id = p.run("coordinator init + start", || start_coordinator(&container));
     let host_id = p.run("agent join + online", || join_agent(&container));
@@ -241,6 +365,61 @@ fn install(c: &Container, debs: &Debs) {
         installed_version(c, "pvefleet").as_deref(),
         Some(debs.first_version.as_str())
     );
+}
+
+/// The lab package beside the product just installed: its dependencies (the product of the
+/// very same version) met, its programs run without PVE (a chaos campaign's schedule, the
+/// simulator's configuration), no unit installed; then purged, leaving the product as it was
+/// (the upgrade below replaces the product alone, which the lab's pinned dependency refuses).
+fn lab_package(c: &Container, debs: &Debs) {
+    let depends = control_field(&debs.first_lab, "Depends");
+    eprintln!("[{}] pvefleet-lab Depends: {depends}", c.name());
+    assert!(
+        depends.contains(&format!("pvefleet (= {})", debs.first_version)),
+        "the lab package must depend on the product of its own version: {depends}"
+    );
+    let missing = unsatisfied(c, &parse_depends(&depends));
+    assert!(
+        missing.is_empty(),
+        "Depends: {depends} of pvefleet-lab is not met beside pvefleet: {missing:#?}"
+    );
+    dpkg_install(c, &debs.first_lab);
+    assert_eq!(
+        installed_version(c, "pvefleet-lab").as_deref(),
+        Some(debs.first_version.as_str())
+    );
+    let version = c.run_ok(&["pvefleet-lab", "--version"]);
+    assert!(version.starts_with("pvefleet-lab "), "{version}");
+    let plan = c.run_ok(&[
+        "pvefleet-lab",
+        "sim",
+        "chaos",
+        "--seed",
+        "1",
+        "--duration",
+        "1m",
+        "--dry-run",
+    ]);
+    assert!(plan.contains("name = \"chaos-1\""), "{plan}");
+    let config = c.run_ok(&["pve-sim", "print-config"]);
+    assert!(
+        config.contains("cluster_name"),
+        "pve-sim print-config: {config}"
+    );
+    c.run_ok(&["test", "-f", "/usr/share/man/man1/pvefleet-lab.1.gz"]);
+    let units = c.sh_ok("dpkg -L pvefleet-lab | grep -e systemd -e '^/etc' || true");
+    assert!(
+        units.is_empty(),
+        "the lab package installs units or configuration: {units}"
+    );
+    c.run_ok(&["dpkg", "-P", "pvefleet-lab"]);
+    assert_eq!(installed_version(c, "pvefleet-lab"), None);
+    for program in LAB_BINS {
+        c.run_ok(&["test", "!", "-e", &format!("/usr/bin/{program}")]);
+    }
+    for program in PROGRAMS {
+        c.run_ok(&["test", "-x", program]);
+    }
 }
 
 fn dpkg_install(c: &Container, deb: &Path) {

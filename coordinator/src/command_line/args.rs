@@ -150,7 +150,7 @@ pub struct RunFlags {
     /// `pvefleet dashboard login`.
     #[arg(long, value_name = "ADDR:PORT")]
     pub dashboard: Option<SocketAddr>,
-    /// Where the dashboard lists `pvefleet sim run --report` reports from [default:
+    /// Where the dashboard lists `pvefleet-lab sim run --report` reports from [default:
     /// scenario_dir of the configuration's dashboard table, /var/lib/pvefleet/scenarios].
     #[arg(long, value_name = "DIR")]
     pub scenario_dir: Option<PathBuf>,

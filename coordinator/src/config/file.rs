@@ -100,7 +100,7 @@ pub struct DashboardFile {
     /// How long a dashboard session lasts, in hours (1 to 168).
     #[serde(default = "default_session_hours")]
     pub session_hours: u64,
-    /// Where `pvefleet sim run --report` reports are listed from.
+    /// Where `pvefleet-lab sim run --report` reports are listed from.
     #[serde(default = "default_scenario_dir")]
     pub scenario_dir: PathBuf,
 }

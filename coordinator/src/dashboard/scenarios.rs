@@ -1,6 +1,6 @@
-//! The HA scenario runner's last results: `pvefleet sim run FILE --report DIR/NAME.json` writes
-//! its outcome as JSON, and the dashboard lists the reports of its configured directory, newest
-//! first. Read as plain JSON (the coordinator does not link the runner): the scenario's name and
+//! The HA scenario runner's last results: `pvefleet-lab sim run FILE --report DIR/NAME.json`
+//! (the lab package) writes its outcome as JSON, and the dashboard lists the reports of its
+//! configured directory, newest first. Read as plain JSON (the coordinator does not link the runner): the scenario's name and
 //! description, the violations and the expectations with whether each was met.
 
 use std::path::Path;

@@ -29,7 +29,7 @@ pub struct DashboardConfig {
     pub cert: DashboardCert,
     /// How long a session lasts after its login.
     pub session: Duration,
-    /// Where `pvefleet sim run --report` reports are read from.
+    /// Where `pvefleet-lab sim run --report` reports are read from.
     pub scenario_dir: PathBuf,
 }
 

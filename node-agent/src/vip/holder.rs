@@ -5,7 +5,7 @@
 //!   netlink, the nftables gate that stops answering for it when the lease ends even if the
 //!   agent is frozen, gratuitous ARP / unsolicited NA on takeover;
 //! - with the simulated PVE backend ([`SimHolder`]): nothing on any interface; it records what
-//!   it would hold, for `pvefleet demo` and the tests, and says so in its renewals.
+//!   it would hold, for `pvefleet-lab demo` and the tests, and says so in its renewals.
 //!
 //! Contract: [`Holder::take`] is called only while a majority of members vouch, with the time
 //! left on that lease; [`Holder::release`] removes the address before the agent tells the

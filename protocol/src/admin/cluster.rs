@@ -229,7 +229,7 @@ impl Rpc for SettingsPut {
     }
 }
 
-/// The whole fleet at once (`pvefleet demo`, `--output json` dumps).
+/// The whole fleet at once (`pvefleet-lab demo`, `--output json` dumps).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetGet {
     /// Read freshness.

@@ -1,8 +1,9 @@
-//! Building the package with `make deb` and judging it with lintian.
+//! Building the packages with `make deb` (the product `pvefleet` and the lab `pvefleet-lab`)
+//! and judging them with lintian.
 //!
 //! Builds are serialised across test processes by a lock file (they share target/packaging
 //! and target/debian), and each result is copied to target/deb-builds/: cargo-deb deletes the
-//! other versions of the package from target/debian, and an upgrade test needs two.
+//! other versions of a package from target/debian, and an upgrade test needs two.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,10 +51,19 @@ impl LintianReport {
     }
 }
 
-/// Runs `make deb DEB_VERSION=<version>` in the workspace and returns a copy of the package
+/// The two packages one `make deb` builds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltDebs {
+    /// `pvefleet`: the product (CLI, coordinator, agent).
+    pub product: PathBuf,
+    /// `pvefleet-lab`: the lab's binary and the PVE simulator.
+    pub lab: PathBuf,
+}
+
+/// Runs `make deb DEB_VERSION=<version>` in the workspace and returns copies of both packages
 /// under target/deb-builds/ (which later builds leave alone). Panics with the build's output
-/// when it fails.
-pub fn build_deb(version: &str) -> PathBuf {
+/// when it fails or does not name both packages.
+pub fn build_deb(version: &str) -> BuiltDebs {
     let root = workspace_root();
     let target = root.join("target");
     std::fs::create_dir_all(&target).expect("target directory");
@@ -79,25 +89,38 @@ pub fn build_deb(version: &str) -> PathBuf {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    // cargo-deb prints the package's path last.
-    let built = stdout
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.ends_with(".deb"))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| panic!("make deb printed no .deb path:\n{stdout}"));
-    let built = if built.is_absolute() {
-        built
-    } else {
-        root.join(built)
+    // cargo-deb prints each package's path; the Makefile prints the lab's again after it
+    // narrowed its dependency.
+    let built = |package: &str| -> PathBuf {
+        let prefix = format!("{package}_");
+        let path = stdout
+            .lines()
+            .rev()
+            .map(str::trim)
+            .filter(|l| l.ends_with(".deb"))
+            .map(PathBuf::from)
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix))
+            })
+            .unwrap_or_else(|| panic!("make deb printed no path of {package}_*.deb:\n{stdout}"));
+        let path = if path.is_absolute() {
+            path
+        } else {
+            root.join(path)
+        };
+        let keep_dir = target.join("deb-builds");
+        std::fs::create_dir_all(&keep_dir).expect("target/deb-builds");
+        let kept = keep_dir.join(path.file_name().expect("a .deb file name"));
+        std::fs::copy(&path, &kept)
+            .unwrap_or_else(|e| panic!("copy {} to {}: {e}", path.display(), kept.display()));
+        kept
     };
-    let keep_dir = target.join("deb-builds");
-    std::fs::create_dir_all(&keep_dir).expect("target/deb-builds");
-    let kept = keep_dir.join(built.file_name().expect("a .deb file name"));
-    std::fs::copy(&built, &kept)
-        .unwrap_or_else(|e| panic!("copy {} to {}: {e}", built.display(), kept.display()));
-    kept
+    BuiltDebs {
+        product: built("pvefleet"),
+        lab: built("pvefleet-lab"),
+    }
 }
 
 /// `lintian --fail-on error` on a package, every tag shown.
