@@ -1,8 +1,10 @@
 //! The Debian packages as an operator meets them, on both Debian releases PVE is
 //! built on: built and linted, installed with `dpkg -i` into a booted minimal Debian
 //! (debootstrap + systemd-nspawn), the coordinator initialised and started, the lab package
-//! installed beside it (its programs run without PVE, no unit) and purged again, the agent
-//! joined in simulation mode until its host is `online`, both units active and ready with their
+//! installed beside it (its programs run without PVE, no unit) and purged again, its simulator
+//! kept running as the host's PVE (`pve-sim serve` on 127.0.0.1:8006, as pveproxy on a host),
+//! the agent joined on the `lab` platform, talking HTTPS to it until its host is `online`,
+//! both units active and ready with their
 //! watchdogs petted, then upgraded to a higher version (daemons restarted, cluster intact),
 //! removed (state and configuration kept) and purged (both gone). The container is always
 //! cleaned up, and the test proves nothing of it is left.
@@ -40,13 +42,22 @@ const LISTEN: &str = "127.0.0.1:7401";
 const AGENT_UNIT: &str = "pvefleet-agent";
 const COORDINATOR_UNIT: &str = "pvefleet-coordinator";
 const HOST_NAME: &str = "pve-test";
-/// The operator's agent configuration: a simulated PVE node, instant tasks.
+/// Where the host's stand-in PVE lives in the container: a copy of the lab package's
+/// simulator (it outlives the package, as PVE is no package of ours), its configuration, and
+/// the state directory with its certificate and API token.
+const STANDIN_DIR: &str = "/opt/pve-standin";
+const STANDIN_STATE: &str = "/var/lib/pve-standin";
+/// The operator's agent configuration: the lab platform, the PVE API of the stand-in over
+/// HTTPS with its token and certificate, as on a host with pveproxy.
 const AGENT_TOML: &str = "\
 data_dir = \"/var/lib/pvefleet/agent\"
 host_name = \"pve-test\"
+platform = \"lab\"
 [pve]
-backend = \"sim\"
-time_scale = 0.0
+backend = \"https\"
+url = \"https://127.0.0.1:8006\"
+token_file = \"/var/lib/pve-standin/token\"
+ca_file = \"/var/lib/pve-standin/pve-ssl.pem\"
 ";
 /// What the package installs that `remove` must take away.
 const PROGRAMS: [&str; 3] = [
@@ -412,6 +423,7 @@ fn lab_package(c: &Container, debs: &Debs) {
         units.is_empty(),
         "the lab package installs units or configuration: {units}"
     );
+    start_pve_standin(c);
     c.run_ok(&["dpkg", "-P", "pvefleet-lab"]);
     assert_eq!(installed_version(c, "pvefleet-lab"), None);
     for program in LAB_BINS {
@@ -419,6 +431,46 @@ fn lab_package(c: &Container, debs: &Debs) {
     }
     for program in PROGRAMS {
         c.run_ok(&["test", "-x", program]);
+    }
+}
+
+/// The host's PVE for the agent: the lab package's `pve-sim` copied out of it (the package is
+/// purged next, and the product's upgrade must not touch it) and run as a transient unit on
+/// 127.0.0.1:8006 serving one node named like the host, with instant tasks; waits for its
+/// token file.
+fn start_pve_standin(c: &Container) {
+    let binary = format!("{STANDIN_DIR}/pve-sim");
+    c.run_ok(&["install", "-D", "-m", "0755", "/usr/bin/pve-sim", &binary]);
+    let config = lab::pve_node::node_config(HOST_NAME, 4, 0.0, 0.0);
+    let text = toml::to_string(&config).expect("the simulator's configuration serialises");
+    let config_path = format!("{STANDIN_DIR}/pve.toml");
+    c.write_file(&config_path, text.as_bytes(), "0644");
+    c.run_ok(&[
+        "systemd-run",
+        "--unit=pve-standin",
+        "--",
+        &binary,
+        "serve",
+        "--listen",
+        "127.0.0.1:8006",
+        "--state-dir",
+        STANDIN_STATE,
+        "--config",
+        &config_path,
+    ]);
+    let token = format!("{STANDIN_STATE}/token");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c
+        .sh_ok(&format!("test -s {token} && echo yes || true"))
+        .trim()
+        != "yes"
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the PVE stand-in wrote no token within 60 s:\n{}",
+            c.journal("pve-standin", 40)
+        );
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
